@@ -120,16 +120,13 @@ def _reject_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, u
     chosen.error(f"unrecognized arguments: {' '.join(words)}")
 
 
-def _names_a_command(argv: list[str]) -> bool:
-    """Whether the words name a command or ask for help (which lists the commands): else the dashboard."""
-    return any(
-        word in COMMANDS or word == "-h" or ("--help".startswith(word) and len(word) > 2) for word in argv
-    )
-
-
 def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(commands=_names_a_command(argv))
+    # Only words that name a command or ask for help (which lists the commands) load every command.
+    named = any(
+        word in COMMANDS or word == "-h" or ("--help".startswith(word) and len(word) > 2) for word in argv
+    )
+    parser = build_parser(commands=named)
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.command is None:  # a word the dashboard does not take: said by the whole parser
         parser = build_parser()

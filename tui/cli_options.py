@@ -23,7 +23,6 @@ def complete_files(parser: argparse.ArgumentParser) -> None:
 
 
 def add_options(target: Any, options: Iterable[Option]) -> None:
-    """Add the rows to a parser or an argument group."""
     for flag, field, keywords in options:
         target.add_argument(flag, dest=field, **keywords)
 
@@ -35,7 +34,6 @@ def option_values(args: argparse.Namespace, options: Iterable[Option], given: bo
 
 
 def option_flags(options: Iterable[Option]) -> dict[str, str]:
-    """Each field's flag, to name it in an error about the field."""
     return {field: flag for flag, field, _ in options}
 
 

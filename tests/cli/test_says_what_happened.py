@@ -147,12 +147,9 @@ def test_fleet_flags_that_cannot_go_together_exit_2(run_spectop: Spectop, argv: 
 
 def test_snapshot_with_prometheus_down_exits_1(run_spectop: Spectop, tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    (tmp_path / "spectop.toml").write_text(
-        f'[prometheus]\nurl = "{url}"\nbearer_token_env = "FLEET_UNSET_TOKEN"\n'
-    )
-    result = run_spectop(
-        "--config", str(tmp_path / "spectop.toml"), "snapshot", "--prometheus", url, "--timeout", "2"
-    )
+    settings = tmp_path / "spectop.toml"
+    settings.write_text(f'[prometheus]\nurl = "{url}"\nbearer_token_env = "FLEET_UNSET_TOKEN"\n')
+    result = run_spectop("--config", str(settings), "snapshot", "--prometheus", url, "--timeout", "2")
     assert result.returncode == 1 and "Prometheus unreachable" in result.stderr
     assert "environment variable FLEET_UNSET_TOKEN is not set" in result.stderr
     assert "Traceback" not in result.stderr
@@ -184,9 +181,8 @@ def test_snapshot_json_echoes_the_normalised_url(run_spectop: Spectop) -> None:
 
 
 def test_the_tune_screen_names_its_fields_not_the_flags(tmp_path: Path) -> None:
-    doc = load_document(
-        "[speculative]\nenabled = true\nnum_speculative_tokens = 2\n", "vllm_toml", tmp_path / "c.toml"
-    )
+    text = "[speculative]\nenabled = true\nnum_speculative_tokens = 2\n"
+    doc = load_document(text, "vllm_toml", tmp_path / "c.toml")
     try:
         check_values(default_key(doc), [0, 32])
     except TunePlanError as error:

@@ -44,12 +44,10 @@ def _check_draft_counters(prefix: str, page: Page, log: str) -> None:
     assert drafted == 3 * drafts
     assert drafts > 1000
     # per position: P(position i accepted) = p_0 * ... * p_i, a binomial over the drafts
-    chain = 1.0
+    chain, per_pos = 1.0, prefix + "spec_decode_num_accepted_tokens_per_pos_total"
     for position, p in enumerate(ACCEPTANCE):
         chain *= p
-        observed = value(
-            page, prefix + "spec_decode_num_accepted_tokens_per_pos_total", position=str(position)
-        )
+        observed = value(page, per_pos, position=str(position))
         tolerance = 4 * math.sqrt(chain * (1 - chain) / drafts)
         assert abs(observed / drafts - chain) < tolerance, (position, observed / drafts, chain)
     mean_length = 1 + accepted / drafts
@@ -91,9 +89,8 @@ def _check_spectops_figures(flavor: str, first: Any, last: Any) -> None:
 
 @pytest.mark.parametrize("flavor", ["vllm", "sglang", "llamacpp"])
 async def test_configured_acceptance_comes_back_out(tmp_path: Path, flavor: str) -> None:
-    config = write_vllm_config(
-        tmp_path / "config.toml", k=3, sim="content_effect = 0.0\nspeed = 4.0\ndecode_log_interval = 20"
-    )
+    sim_section = "content_effect = 0.0\nspeed = 4.0\ndecode_log_interval = 20"
+    config = write_vllm_config(tmp_path / "config.toml", k=3, sim=sim_section)
     log = tmp_path / "server.log"
     async with (
         SimServer(

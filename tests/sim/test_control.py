@@ -18,7 +18,7 @@ import pytest
 from tests.sim.conftest import write_vllm_config
 from tui.cli import main
 from tui.commands.sim import CONTROL_HELP
-from tui.sim.control import CONTROL_KEYS, FAULT_NAMES
+from tui.sim.faults import CONTROL_KEYS, FAULT_NAMES
 from tui.sim.server import SimServer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -17,14 +18,21 @@ from tui.sim.server import SimServer
 from tui.telemetry.logs import dispatch as log_dispatch
 
 
+async def _complete(sim: SimServer, key: str = "unused", **body: Any) -> Any:
+    """An openai-client completion of prompt "x" from `sim` (its model unless `body` names one)."""
+    return await client_for(sim.base_url, key).completions.create(
+        **{"model": sim.model, "prompt": "x", **body}
+    )
+
+
 async def test_error_rate_answers_500_in_openai_shape() -> None:
     async with SimServer(faults=FaultSettings(error_rate=1.0)) as sim:
         with pytest.raises(openai.InternalServerError) as caught:
-            await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=5)
+            await _complete(sim, max_tokens=5)
         body = caught.value.body
         assert isinstance(body, dict) and body["code"] == 500 and body["type"] == "InternalServerError"
         sim.control(error_rate=0.0)
-        result = await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=5)
+        result = await _complete(sim, max_tokens=5)
         assert result.usage is not None and result.usage.completion_tokens == 5
 
 
@@ -53,9 +61,7 @@ async def test_disconnect_mid_stream_and_request_is_aborted() -> None:
 async def test_slow_first_token_and_stalls_delay_tokens() -> None:
     async with SimServer(faults=FaultSettings(slow_first_token_s=0.4)) as sim:
         started = time.monotonic()
-        stream = await client_for(sim.base_url).completions.create(
-            model=sim.model, prompt="x", max_tokens=4, stream=True
-        )
+        stream = await _complete(sim, max_tokens=4, stream=True)
         async for _chunk in stream:
             break
         assert time.monotonic() - started >= 0.4
@@ -63,15 +69,13 @@ async def test_slow_first_token_and_stalls_delay_tokens() -> None:
         assert value(page, "vllm:time_to_first_token_seconds_sum") >= 0.4
     async with SimServer(faults=FaultSettings(stall_every_s=0.05, stall_s=0.3)) as sim:
         started = time.monotonic()
-        await client_for(sim.base_url).completions.create(
-            model=sim.model, prompt="x", max_tokens=100, extra_body={"ignore_eos": True}
-        )
+        await _complete(sim, max_tokens=100, extra_body={"ignore_eos": True})
         assert time.monotonic() - started >= 0.3
 
 
 async def test_garbage_metrics_and_counter_reset() -> None:
     async with SimServer() as sim:
-        await client_for(sim.base_url).completions.create(model=sim.model, prompt="x", max_tokens=10)
+        await _complete(sim, max_tokens=10)
         before = value(await scrape(sim.base_url), "vllm:generation_tokens_total")
         assert before == 10
         sim.control(reset_counters=True)
@@ -91,13 +95,9 @@ async def test_malformed_body_unknown_model_and_bad_key() -> None:
         missing = await client.post("/v1/chat/completions", json={"model": sim.model}, headers=auth)
         assert missing.status_code == 400 and missing.json()["error"]["param"] == "messages"
         with pytest.raises(openai.NotFoundError):
-            await client_for(sim.base_url, "sekrit").completions.create(
-                model="no-such-model", prompt="x", max_tokens=2
-            )
+            await _complete(sim, "sekrit", model="no-such-model", max_tokens=2)
         with pytest.raises(openai.AuthenticationError):
-            await client_for(sim.base_url, "wrong").completions.create(
-                model=sim.model, prompt="x", max_tokens=2
-            )
+            await _complete(sim, "wrong", max_tokens=2)
         assert (await client.get("/health")).status_code == 200  # health and metrics stay open
         assert (await client.get("/version")).json() == {"version": "0.28.0"}
 
@@ -145,9 +145,7 @@ async def test_periodic_counter_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sglang_metrics, "IDLE_REPUBLISH_S", 3600.0)
     async with SimServer(flavor="sglang", decode_log_interval=5) as sim:
         # ignore_eos: an unseeded sampled request ends at EOS before 60 tokens about once in 40.
-        await client_for(sim.base_url).completions.create(
-            model=sim.model, prompt="x", max_tokens=60, extra_body={"ignore_eos": True}
-        )
+        await _complete(sim, max_tokens=60, extra_body={"ignore_eos": True})
         page = await scrape(sim.base_url)
         assert value(page, "sglang:generation_tokens_total") == 60
         assert value(page, "sglang:gen_throughput") > 0

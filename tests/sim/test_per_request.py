@@ -53,9 +53,8 @@ async def test_vllm_metrics_ride_the_final_usage_chunk_and_sum_to_the_counters(t
         accepted = sum(j * n for j, n in enumerate(spec["acceptance_histogram"]))
         assert accepted == spec["num_accepted_draft_tokens"]
         assert spec["acceptance_histogram_by_draft_length"] == {"3": spec["acceptance_histogram"]}
-        assert math.isclose(
-            spec["mean_acceptance_length"], 1 + spec["num_accepted_draft_tokens"] / spec["num_spec_steps"]
-        )
+        mean_length = 1 + spec["num_accepted_draft_tokens"] / spec["num_spec_steps"]
+        assert math.isclose(spec["mean_acceptance_length"], mean_length)
         assert events[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] >= 0
         specs.append(spec)
 
@@ -100,11 +99,8 @@ async def test_llamacpp_timings_sum_to_the_counters(tmp_path: Path) -> None:
 async def test_sglang_native_generate_streams_meta_info_that_sums_to_the_counters(tmp_path: Path) -> None:
     async with SimServer(flavor="sglang", config_path=_config(tmp_path), acceptance=ACCEPTANCE) as sim:
         before = await scrape(sim.base_url)
-        *streams, body = await post_all(
-            sim.base_url,
-            "/generate",
-            [*(generate_body(i, 100, True, stream=True) for i in range(12)), generate_body(99, 100, True)],
-        )
+        streamed = [generate_body(i, 100, True, stream=True) for i in range(12)]
+        *streams, body = await post_all(sim.base_url, "/generate", [*streamed, generate_body(99, 100, True)])
         after = await scrape(sim.base_url)
     verify = 0
     for events in streams:
@@ -159,17 +155,13 @@ def _request_and_log() -> tuple[SimRequest, StepLog]:
     return request, log
 
 
-def test_vllm_histogram_per_draft_length_and_detailed_arrays() -> None:
+def test_vllm_histograms_per_draft_length_and_sglangs_proposed_drafts_follow_each_step() -> None:
     request, log = _request_and_log()
     spec = vllm_metrics(request, ResponseOptions(spec_metrics="detailed"), log)["speculative_decoding"]
     assert spec["acceptance_histogram_by_draft_length"] == {"1": [1, 1], "3": [0, 0, 1, 1]}
     assert spec["per_step_drafted"] == [1, 3, 1, 3] and spec["num_draft_tokens"] == 8
     figures = figures_from_body({"metrics": {"speculative_decoding": spec}})
     assert figures.histograms_by_length == {1: [1, 1], 3: [0, 0, 1, 1]} and figures.k_in_effect == 2.0
-
-
-def test_sglang_proposed_drafts_are_what_the_steps_proposed() -> None:
-    request, _ = _request_and_log()
     meta = sglang_meta_info(request, "r", details=True)
     assert (meta["spec_num_proposed_drafts"], meta["spec_num_correct_drafts"]) == (8, 6)
     figures = figures_from_body({"text": "x", "meta_info": meta})

@@ -34,15 +34,14 @@ def _wait(url: str, up: bool) -> None:
 
 
 def test_sigterm_stops_the_sim_cleanly_under_load(tmp_path: Path) -> None:
-    process, url = spawn_sim(
-        "--flavor", "sglang", "--log-file", str(tmp_path / "s.log"), "--background-load", "20"
-    )
+    log = tmp_path / "s.log"
+    process, url = spawn_sim("--flavor", "sglang", "--log-file", str(log), "--background-load", "20")
     assert url.startswith("http://127.0.0.1:")
     assert httpx.get(url + "/health", timeout=2.0).status_code == 200
     process.send_signal(signal.SIGTERM)
     # Exit 0 with requests in flight (the sim caps its graceful shutdown at 1 s); the wait is a hang guard.
     assert process.wait(timeout=60) == 0
-    assert "The server is fired up and ready to roll!" in (tmp_path / "s.log").read_text()
+    assert "The server is fired up and ready to roll!" in log.read_text()
 
 
 def test_sighup_restart_rereads_config_and_oom_exits(tmp_path: Path) -> None:
@@ -50,9 +49,8 @@ def test_sighup_restart_rereads_config_and_oom_exits(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     process, url = spawn_sim("--config", str(config), "--log-file", str(log))
     try:
-        httpx.post(
-            url + "/v1/completions", json={"prompt": "x", "max_tokens": 20}, timeout=5.0
-        ).raise_for_status()
+        answer = httpx.post(url + "/v1/completions", json={"prompt": "x", "max_tokens": 20}, timeout=5.0)
+        answer.raise_for_status()
         page = httpx.get(url + "/metrics", timeout=5.0).text
         assert "vllm:spec_decode_num_drafts_total" in page
         write_vllm_config(config, enabled=False)  # the user turns speculation off, then restarts
@@ -70,8 +68,7 @@ def test_sighup_restart_rereads_config_and_oom_exits(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
-    text = log.read_text()
-    assert "torch.OutOfMemoryError" in text
+    assert "torch.OutOfMemoryError" in log.read_text()
     assert process.stderr is not None and "out of memory" in process.stderr.read()
 
 
@@ -90,8 +87,7 @@ async def test_many_sims_side_by_side() -> None:
         assert len({sim.base_url for sim in sims}) == 16
         answers = await asyncio.gather(*(post_all(sim.base_url, CHAT, chat_bodies(1, 16)) for sim in sims))
         assert all(answer["usage"]["completion_tokens"] == 16 for (answer,) in answers)
-        assert (
-            len({answer["choices"][0]["message"]["content"] for (answer,) in answers}) == 1
-        )  # greedy: same text
+        texts = {answer["choices"][0]["message"]["content"] for (answer,) in answers}
+        assert len(texts) == 1  # greedy: same text
     finally:
         await asyncio.gather(*(sim.stop() for sim in sims))

@@ -14,7 +14,7 @@ import pytest
 
 from tests.sim.conftest import chat_bodies, generate_body, grew, post_all, scrape, value, write_vllm_config
 from tui.bench.server_figures import figures_from_body
-from tui.sim.adaptive import AdaptiveSteps
+from tui.sim.behaviour import AdaptiveSteps
 from tui.sim.config import SimConfigError, load_sim_config
 from tui.sim.per_request import ResponseOptions
 from tui.sim.server import SimServer
@@ -120,10 +120,8 @@ TABLE = "num_speculative_tokens_per_batch_size = [[1, 1, 3], [2, 64, 1]]"
 
 def _config(tmp_path: Path, table: str = TABLE) -> Path:
     path = write_vllm_config(tmp_path / "config.toml", k=3, sim="content_effect = 0.0\nspeed = 4.0")
-    text = path.read_text(encoding="utf-8").replace(
-        "num_speculative_tokens = 3\n", f"num_speculative_tokens = 3\n{table}\n"
-    )
-    path.write_text(text, encoding="utf-8")
+    line = "num_speculative_tokens = 3\n"
+    path.write_text(path.read_text(encoding="utf-8").replace(line, f"{line}{table}\n"), encoding="utf-8")
     return path
 
 
@@ -149,9 +147,8 @@ async def test_each_step_drafts_the_k_of_its_batch_size(tmp_path: Path) -> None:
 
 
 def test_the_table_is_read_as_vllm_reads_it(tmp_path: Path) -> None:
-    config = load_sim_config(
-        _config(tmp_path, 'num_speculative_tokens_per_batch_size = {"1-4" = 5, "9-16" = 0}')
-    )
+    table = 'num_speculative_tokens_per_batch_size = {"1-4" = 5, "9-16" = 0}'
+    config = load_sim_config(_config(tmp_path, table))
     # k clamped to num_speculative_tokens = 3; batch 5-8 (a gap) and beyond 16 inherit the previous k
     assert [config.k_at(batch) for batch in (1, 4, 5, 8, 9, 16, 40)] == [3, 3, 3, 3, 0, 0, 0]
     assert load_sim_config(_config(tmp_path, "")).k_at(40) == 3

@@ -226,7 +226,6 @@ def _gpu_arms(args: argparse.Namespace, request: Any) -> list[Any]:
 
 
 async def _run_session(session: Any, args: argparse.Namespace) -> Any:
-    """The burst, with the arms' GPUs watched when there are any to watch."""
     arms = _gpu_arms(args, session.request)
     if not arms:
         return await session.run(on_progress=_progress_printer())

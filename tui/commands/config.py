@@ -58,9 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     set_parser.add_argument("value", metavar="VALUE", help='TOML/JSON literal (2, 0.85, true, "x") or text')
     set_parser.add_argument("--dry-run", action="store_true", help="print the diff, do not write")
     set_parser.add_argument(
-        "--new-key",
-        action="store_true",
-        help="add a key the schema does not know (else refused as a typo)",
+        "--new-key", action="store_true", help="add a key the schema does not know (else refused as a typo)"
     )
     set_parser.add_argument(
         "--force", action="store_true", help="replace the file even when its mode makes it read-only"
@@ -95,9 +93,7 @@ def _error(message: str, code: int = 1) -> int:
 def _show_value(value: Any) -> str:
     if isinstance(value, str):
         return value
-    if isinstance(value, dict | list):
-        return json.dumps(value, indent=2, ensure_ascii=False)
-    return json.dumps(value)
+    return json.dumps(value, indent=2 if isinstance(value, dict | list) else None, ensure_ascii=False)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -110,8 +110,5 @@ async def _print_events(path: Path, args: argparse.Namespace) -> None:
             say("logs", f"{parser.unread} {noun} unread (impossible figures in garbled lines)")
         if parser.failed_lines:  # lines the parser raised on (a spectop bug, not the server's)
             noun = "line" if parser.failed_lines == 1 else "lines"
-            say(
-                "logs",
-                f"{parser.failed_lines} {noun} unreadable (the parser failed on them, a spectop bug; "
-                f"last: {parser.last_failure})",
-            )
+            why = f"the parser failed on them, a spectop bug; last: {parser.last_failure}"
+            say("logs", f"{parser.failed_lines} {noun} unreadable ({why})")

@@ -41,7 +41,7 @@ FAULT_OPTIONS: list[Option] = [
 ]
 
 
-# What POST /sim/control takes (tui/sim/control.py checks it; a test keeps the two in step).
+# What POST /sim/control takes (tui/sim/faults.py checks it; a test keeps the two in step).
 CONTROL_HELP = f"""\
 runtime control: POST /sim/control with a JSON object, e.g.
   curl -d '{{"acceptance": 0.5}}' http://127.0.0.1:8000/sim/control

@@ -225,12 +225,9 @@ def run(args: argparse.Namespace) -> int:
         base = url.rstrip("/").removesuffix("/v1")
         try:
             endpoint = endpoint_from_url(base)
-        except ValidationError as error:
-            return fail(
-                "snapshot", f"{without_credentials(url)}: {friendly_message(dict(error.errors()[0]))}"
-            )
-        except ValueError as error:
-            return fail("snapshot", f"{without_credentials(url)}: {error}")
+        except ValueError as error:  # a pydantic ValidationError is one
+            why = friendly_message(dict(error.errors()[0])) if isinstance(error, ValidationError) else error
+            return fail("snapshot", f"{without_credentials(url)}: {why}")
         if scheme_was_added(base, endpoint.url):
             say("snapshot", f"{url}: no scheme given; using {endpoint.url}")
         endpoints.append(endpoint)
@@ -344,11 +341,8 @@ def _run_fleet(args: argparse.Namespace) -> int:
             "snapshot", f"{settings.url}: no vLLM, SGLang or llama.cpp instance{where} in Prometheus", 1
         )
     if not any(reading.figures.generation_tokens_per_s is not None for reading in refresh.readings):
-        say(
-            "snapshot",
-            f"no rate over the last {fmt_setting(args.window)} s; "
-            "the window must span at least two of Prometheus' scrapes",
-        )
+        no_rate = f"no rate over the last {fmt_setting(args.window)} s"
+        say("snapshot", f"{no_rate}; the window must span at least two of Prometheus' scrapes")
     kept = read_models()
     groups = group_advices(refresh.readings, kept)
     advices = {reading.instance: instance_advice(reading, kept) for reading in refresh.readings}

@@ -19,9 +19,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tui.sim.config import SimConfig
-from tui.sim.control import control_error
 from tui.sim.engine import MetricsRecorder, SimEngine, SimRequest
-from tui.sim.faults import GARBAGE_METRICS, FaultSettings
+from tui.sim.faults import GARBAGE_METRICS, FaultSettings, control_error
 from tui.sim.gpu_page import CONTENT_TYPE as GPU_CONTENT_TYPE
 from tui.sim.gpu_page import GPU_METRICS_PATH, SimGpus
 from tui.sim.logs import VERSIONS, LogWriter
@@ -115,7 +114,6 @@ Endpoint = tuple[str, str, Handler]  # (method, path, handler)
 
 
 def _refused(sim: ServedSim, request: Request) -> JSONResponse | None:
-    """401 when the sim has an API key and the request does not bear it."""
     if sim.api_key is None:
         return None
     header = request.headers.get("authorization", "")
@@ -326,11 +324,8 @@ async def _sglang_stream(
         while True:
             delivery = await sim_request.outbox.get()
             if delivery.end > delivery.start or delivery.finished:
-                chunk = {
-                    "text": sim_request.text(0, delivery.end),
-                    "meta_info": sglang_meta_info(sim_request, rid, details),
-                    "index": 0,
-                }
+                meta = sglang_meta_info(sim_request, rid, details)
+                chunk = {"text": sim_request.text(0, delivery.end), "meta_info": meta, "index": 0}
                 yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
             if delivery.finished:
                 break
@@ -391,14 +386,10 @@ async def slots(sim: ServedSim, request: Request) -> Response:
     config = sim.config
     busy = {running.slot: running for running in sim.engine.running}
     types = "none,draft-simple" if config.k else "none"
-    body = []
+    n_ctx, body = config.max_model_len // config.max_num_seqs, []
     for slot in range(config.max_num_seqs):
-        entry: dict[str, Any] = {
-            "id": slot,
-            "n_ctx": config.max_model_len // config.max_num_seqs,
-            "speculative": bool(config.k),
-            "is_processing": slot in busy,
-        }
+        entry: dict[str, Any] = {"id": slot, "n_ctx": n_ctx, "speculative": bool(config.k)}
+        entry["is_processing"] = slot in busy
         if slot in busy:
             running = busy[slot]
             remain = running.target_tokens - running.generated
@@ -440,10 +431,6 @@ GPU_ROUTE: Endpoint = ("GET", GPU_METRICS_PATH, gpu_metrics)  # `spectop sim --g
 
 
 def build_app(sim: ServedSim) -> ASGIApp:
-    table = [
-        *SHARED_ROUTES,
-        *FLAVOR_ROUTES[sim.flavor],
-        *([GPU_ROUTE] if sim.gpu is not None else []),
-    ]
+    table = [*SHARED_ROUTES, *FLAVOR_ROUTES[sim.flavor], *([GPU_ROUTE] if sim.gpu is not None else [])]
     routes = [Route(path, partial(handler, sim), methods=[method]) for method, path, handler in table]
     return AccessMiddleware(Starlette(routes=routes), sim, {path for _, path, _ in table})

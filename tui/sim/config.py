@@ -55,8 +55,6 @@ class SimSection(BaseModel):
 
 
 class SimConfig(BaseModel):
-    """What the simulated server runs with, whatever file it came from."""
-
     model_config = ConfigDict(extra="forbid")
 
     source: str = "defaults"
@@ -73,7 +71,7 @@ class SimConfig(BaseModel):
     )
     num_draft_tokens: int | None = None  # SGLang's speculative_num_draft_tokens, for the accept-rate formula
     adaptive: dict[str, dict[str, Any]] | None = Field(
-        default=None, description="SGLang's adaptive steps: its config's sections (tui/sim/adaptive.py)"
+        default=None, description="SGLang's adaptive steps: its config's sections (tui/sim/behaviour.py)"
     )
     adaptive_start: int | None = None  # speculative_num_steps under adaptive: the first tier when a candidate
     eagle_topk: int = 1

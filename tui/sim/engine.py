@@ -12,8 +12,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from tui.sim.adaptive import AdaptiveSteps
-from tui.sim.behaviour import Behaviour, draw_accepted
+from tui.sim.behaviour import AdaptiveSteps, Behaviour, draw_accepted
 from tui.sim.config import SimConfig
 from tui.sim.faults import FaultSettings
 from tui.sim.tokens import generate, tokenize, wrong_token
@@ -168,7 +167,7 @@ class EngineObserver:
 
 
 class MetricsRecorder(EngineObserver):
-    """Base class; one subclass per server flavour (`metrics_vllm`, `metrics_sglang`, `metrics_llamacpp`)."""
+    """One subclass per server flavour (`metrics_vllm`, `metrics_sglang`, `metrics_llamacpp`)."""
 
     content_type = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -356,9 +355,10 @@ class SimEngine:
         self.waiting = deque(request for request in self.waiting if not request.aborted)
         for request in dropped:
             self._finish(request, "abort", now)
-        running, waiting, used = len(self.running), len(self.waiting), self.kv_used_tokens
         for observer in self.observers:
-            observer.load_changed(running, waiting, used, self.kv_capacity_tokens)
+            observer.load_changed(
+                len(self.running), len(self.waiting), self.kv_used_tokens, self.kv_capacity_tokens
+            )
 
     def _admit(self, now: float) -> list[SimRequest]:
         admitted: list[SimRequest] = []
@@ -442,8 +442,7 @@ class SimEngine:
             done = request.generated >= request.target_tokens
             request.outbox.put_nowait(Delivery(request.generated - record.emitted, request.generated, done))
             if done:
-                reason = "stop" if request.natural_stop else "length"
-                self._finish(request, reason, end)
+                self._finish(request, "stop" if request.natural_stop else "length", end)
 
     def _finish(self, request: SimRequest, reason: str, now: float) -> None:
         request.finish_reason = reason

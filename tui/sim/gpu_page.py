@@ -74,10 +74,6 @@ class SimGpus:
         self.config = config
         self.port = port
 
-    @property
-    def count(self) -> int:
-        return self.config.tensor_parallel_size
-
     def uuid(self, index: int) -> str:
         return "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"spectop-sim:{self.port}:{self.seed}:{index}"))
 
@@ -113,7 +109,7 @@ class SimGpus:
         running_now, _waiting, kv_fraction = self.load()
         running = self._smoothed(float(running_now), now)
         out = []
-        for index in range(self.count):
+        for index in range(self.config.tensor_parallel_size):  # one GPU per tensor-parallel rank
             state = self._gpus.get(index)
             if state is None:
                 state = self._gpus[index] = _GpuState(START_ENERGY_MJ * (1.0 + 0.01 * index))
@@ -140,7 +136,6 @@ class SimGpus:
         return self._running
 
     def render(self, now: float | None = None) -> str:
-        """The exporter page after a tick."""
         figures = self.tick(now)
         lines: list[str] = []
         for name, kind, help_text, value in _FIELDS:

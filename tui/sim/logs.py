@@ -26,7 +26,7 @@ VERSIONS = {"vllm": "0.28.0", "sglang": "0.5.15", "llamacpp": "b0-unknown"}
 
 
 class LogWriter(EngineObserver):
-    """Base: buffering and the async flush; flavours format the lines."""
+    """Base: buffering and the async flush; flavours format the lines (and set up in `setup`)."""
 
     def __init__(
         self, path: Path | None, config: SimConfig, load: LoadFn, started: float, interval_s: float
@@ -39,8 +39,10 @@ class LogWriter(EngineObserver):
         self.pid = os.getpid()
         self._buffer: deque[str] = deque(maxlen=MAX_BUFFERED_LINES)
         self._tasks: list[asyncio.Task[None]] = []
+        self.setup()
 
-    # ---- plumbing -------------------------------------------------------------------------------
+    def setup(self) -> None: ...
+
     def emit(self, line: str) -> None:
         if self.path is not None:
             self._buffer.append(line)
@@ -70,7 +72,6 @@ class LogWriter(EngineObserver):
             await asyncio.sleep(0.2)
             await self.flush()
 
-    # ---- flavour hooks --------------------------------------------------------------------------
     def startup(self, host: str, port: int) -> None: ...
 
     def ready(self, host: str, port: int) -> None: ...
@@ -108,13 +109,10 @@ class LogWriter(EngineObserver):
 
 
 class VllmLogWriter(LogWriter):
-    def __init__(
-        self, path: Path | None, config: SimConfig, load: LoadFn, started: float, interval_s: float
-    ) -> None:
-        super().__init__(path, config, load, started, interval_s)
+    def setup(self) -> None:
         self.engine_pid = self.pid + 1
         self._reset_interval(time.monotonic())
-        self._spec_started = time.monotonic()
+        self._spec_started = self._interval_started
         self._spec = [0, 0, 0]  # drafts, drafted tokens, accepted
         self._spec_pos = [0] * self.config.k
         self._prefix_window: deque[tuple[int, int]] = deque(maxlen=1000)
@@ -122,8 +120,7 @@ class VllmLogWriter(LogWriter):
 
     def _reset_interval(self, now: float) -> None:
         self._interval_started = now
-        self._prompt_computed = 0
-        self._generated = 0
+        self._prompt_computed = self._generated = 0
 
     def line(
         self, message: str, where: str = "loggers.py:310", level: str = "INFO", engine: bool = False
@@ -198,9 +195,8 @@ class VllmLogWriter(LogWriter):
         for route, methods in VLLM_ROUTES.items():
             self.line(f"Route: {route}, Methods: {methods}", "launcher.py:60")
         self.uvicorn_started()
-        now = time.monotonic()
-        self._reset_interval(now)
-        self._spec_started = now
+        self._reset_interval(time.monotonic())
+        self._spec_started = self._interval_started
 
     def uvicorn_line(self, text: str) -> None:
         self.emit(f"(APIServer pid={self.pid}) INFO:     {text}")
@@ -225,7 +221,6 @@ class VllmLogWriter(LogWriter):
             "above. Failed core proc(s): {}"
         )
 
-    # ---- periodic stats -------------------------------------------------------------------------
     def request_scheduled(self, request: SimRequest) -> None:
         self._prefix_window.append((request.prompt_tokens, request.cached_tokens))
 
@@ -279,10 +274,7 @@ class VllmLogWriter(LogWriter):
 
 
 class SglangLogWriter(LogWriter):
-    def __init__(
-        self, path: Path | None, config: SimConfig, load: LoadFn, started: float, interval_s: float
-    ) -> None:
-        super().__init__(path, config, load, started, interval_s)
+    def setup(self) -> None:
         self.window = DecodeWindow()
         self.num_draft_tokens = self.config.num_draft_tokens or self.config.k + 1
         self._last_prefill = time.monotonic()

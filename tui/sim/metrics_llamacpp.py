@@ -39,8 +39,7 @@ class LlamacppRecorder(MetricsRecorder):
         self.per_pos = [0] * config.k
         self.per_pos_visible = False
         self.busy_slots = 0
-        self.running = 0
-        self.waiting = 0
+        self.running = self.waiting = 0
         self.start_us = int(time.monotonic() * 1e6)
         self._window_prompt = [0.0, 0.0]  # tokens, seconds since the last scrape
         self._window_predicted = [0.0, 0.0]
@@ -58,10 +57,8 @@ class LlamacppRecorder(MetricsRecorder):
             self._window_prompt[1] += seconds
         self.values["n_decode_total"] += 1
         self.busy_slots += report.running
-        for record in report.records:
-            request = record.request
-            length = request.prompt_tokens + request.generated
-            self.values["n_tokens_max"] = max(self.values["n_tokens_max"], length)
+        lengths = [record.request.prompt_tokens + record.request.generated for record in report.records]
+        self.values["n_tokens_max"] = max([self.values["n_tokens_max"], *lengths])
         self.running, self.waiting = report.running, report.waiting
 
     def load_changed(self, running: int, waiting: int, kv_used_tokens: int, kv_capacity_tokens: int) -> None:

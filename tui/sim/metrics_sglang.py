@@ -16,7 +16,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from tui.sim.adaptive import AdaptiveSteps
+from tui.sim.behaviour import AdaptiveSteps
 from tui.sim.config import SimConfig
 from tui.sim.engine import MetricsRecorder, SimRequest, StepReport
 
@@ -207,12 +207,8 @@ class SglangRecorder(MetricsRecorder, Collector):
         self.num_draft_tokens = config.num_draft_tokens or config.k + 1
         self.counters: dict[str, float] = dict.fromkeys(COUNTERS, 0.0)
         self.hists = {name: BucketCounts(buckets) for name, _, buckets in TOKENIZER_FAMILIES if buckets}
-        self.ttft = self.hists["time_to_first_token_seconds"]
         self.queue_time = BucketCounts(QUEUE_BUCKETS)
-        self.stages = {
-            "prefill_forward": BucketCounts(STAGE_BUCKETS),
-            "request_process": BucketCounts(STAGE_BUCKETS),
-        }
+        self.stages = {stage: BucketCounts(STAGE_BUCKETS) for stage in ("prefill_forward", "request_process")}
         self.gauges: dict[str, float] = {name: 0.0 for name, _ in SCHEDULER_GAUGES}
         self.gauges.update(fwd_occupancy=float("nan"), new_token_ratio=0.7, kv_available_tokens=self.capacity)
         adaptive = AdaptiveSteps(config.adaptive, config.adaptive_start) if config.adaptive else None
@@ -238,7 +234,8 @@ class SglangRecorder(MetricsRecorder, Collector):
             for request in report.prefilled:
                 self.stages["prefill_forward"].observe(request.prefill_s)
                 self.stages["request_process"].observe(0.0005 + request.prompt_tokens * 2e-6)
-                self.ttft.observe(max(0.0, (request.first_token_at or report.end) - request.arrival))
+                ttft = max(0.0, (request.first_token_at or report.end) - request.arrival)
+                self.hists["time_to_first_token_seconds"].observe(ttft)
             self._set_usage(report)
             self.gauges["cache_hit_rate"] = cached / (cached + computed) if cached + computed else 0.0
         for record in report.decode_records:
@@ -278,7 +275,6 @@ class SglangRecorder(MetricsRecorder, Collector):
     def _set_usage(self, report: StepReport) -> None:
         used = float(report.kv_used_tokens)
         usage = used / self.capacity
-        evictable = 0.0
         self.gauges.update(
             num_running_reqs=report.running,
             num_queue_reqs=report.waiting,
@@ -287,8 +283,8 @@ class SglangRecorder(MetricsRecorder, Collector):
             full_token_usage=usage,
             num_used_tokens=used,
             kv_used_tokens=used,
-            kv_available_tokens=self.capacity - used - evictable,
-            kv_evictable_tokens=evictable,
+            kv_available_tokens=self.capacity - used,
+            kv_evictable_tokens=0.0,
         )
 
     def idle_tick(self, now: float, running: int, waiting: int) -> None:

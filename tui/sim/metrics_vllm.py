@@ -109,17 +109,6 @@ FAMILIES: tuple[Family, ...] = (
 )  # fmt: skip
 
 
-def _families(k: int) -> tuple[Family, ...]:
-    """The spec-decode counters come first, with speculation on."""
-    spec: tuple[Family, ...] = (
-        (Counter, "spec_decode_num_drafts", "Number of spec decoding drafts.", "", ()),
-        (Counter, "spec_decode_num_draft_tokens", "Number of draft tokens.", "", ()),
-        (Counter, "spec_decode_num_accepted_tokens", "Number of accepted tokens.", "", ()),
-        (Counter, PER_POS, "Accepted tokens per draft position.", "position", tuple(map(str, range(k)))),
-    )
-    return (spec if k else ()) + FAMILIES
-
-
 HEADER_ONLY = "Only value of header is respected. Otherwise ignored. No percentile calculated. "
 # cache_config_info's labels that the simulated config does not set
 CACHE_CONFIG_INFO = {
@@ -174,10 +163,16 @@ class VllmRecorder(MetricsRecorder):
         GCCollector(registry=registry)
         PlatformCollector(registry=registry)
         _SimulatedProcessCollector(self.started, registry)
-        labels = {"model_name": config.model_name, "engine": "0"}
+        labels, k = {"model_name": config.model_name, "engine": "0"}, config.k
         self.counters: dict[str, Counter] = {}
         self.gauges: dict[str, Gauge] = {}
-        for kind, name, documentation, label, values in _families(config.k):
+        spec: tuple[Family, ...] = (  # first, with speculation on
+            (Counter, "spec_decode_num_drafts", "Number of spec decoding drafts.", "", ()),
+            (Counter, "spec_decode_num_draft_tokens", "Number of draft tokens.", "", ()),
+            (Counter, "spec_decode_num_accepted_tokens", "Number of accepted tokens.", "", ()),
+            (Counter, PER_POS, "Accepted tokens per draft position.", "position", tuple(map(str, range(k)))),
+        )
+        for kind, name, documentation, label, values in (spec if k else ()) + FAMILIES:
             metric = kind(
                 f"vllm:{name}", documentation, [*LABELS, *([label] if label else [])], registry=registry
             )
@@ -190,7 +185,7 @@ class VllmRecorder(MetricsRecorder):
                     self.gauges[key] = child
         for state, awake in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
             self.gauges[f"engine_sleep_state/{state}"].set(awake)
-        self.per_pos = [self.counters[f"{PER_POS}/{i}"] for i in range(config.k)]
+        self.per_pos = [self.counters[f"{PER_POS}/{i}"] for i in range(k)]
         # vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to max_model_len
         token_buckets = [
             float(m * 10**e) for e in range(20) for m in (1, 2, 5) if m * 10**e <= config.max_model_len
@@ -201,10 +196,6 @@ class VllmRecorder(MetricsRecorder):
             ).labels(**labels)
             for key, name, documentation, buckets in REQUEST_HISTOGRAMS
         }
-        self._cache_config_info(config)
-        self._http(registry)
-
-    def _cache_config_info(self, config: SimConfig) -> None:
         blocks = config.kv_cache_tokens() // config.block_size
         info = CACHE_CONFIG_INFO | {
             "block_size": str(config.block_size),
@@ -216,7 +207,8 @@ class VllmRecorder(MetricsRecorder):
         }
         info = dict(sorted(info.items()))  # vLLM's label order
         doc = "Information of the LLMEngine CacheConfig"
-        Gauge("vllm:cache_config_info", doc, list(info), registry=self.registry).labels(**info).set(1)
+        Gauge("vllm:cache_config_info", doc, list(info), registry=registry).labels(**info).set(1)
+        self._http(registry)
 
     def _http(self, registry: CollectorRegistry) -> None:
         """prometheus-fastapi-instrumentator's families, which vLLM's API server registers."""

@@ -31,7 +31,6 @@ class Sampling(BaseModel):
     seed: int | None = None
 
     def engine_args(self) -> dict[str, Any]:
-        """These fields as `SimEngine.new_request` takes them."""
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
         return {
             "temperature": self.temperature,
@@ -83,11 +82,9 @@ class ChatMessage(BaseModel):
     content: str | list[ContentPart] | None = None
 
     def text(self) -> str:
-        if self.content is None:
-            return ""
-        if isinstance(self.content, str):
-            return self.content
-        return "".join(part.text or "" for part in self.content)
+        if isinstance(self.content, list):
+            return "".join(part.text or "" for part in self.content)
+        return self.content or ""
 
 
 class ChatBody(_Common):
@@ -133,13 +130,6 @@ BODIES: dict[str, type[CompletionBody | ChatBody | GenerateBody]] = {
 }
 
 
-def new_id(flavor: str, kind: str) -> str:
-    if flavor == "llamacpp":
-        return "chatcmpl-" + "".join(secrets.choice(_ALNUM) for _ in range(32))
-    prefix = "chatcmpl-" if kind == "chat" else "cmpl-"
-    return prefix + secrets.token_hex(16)
-
-
 ERROR_TYPES = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError",
                413: "BadRequestError", 503: "ServiceUnavailableError"}  # fmt: skip
 
@@ -151,22 +141,12 @@ def error_body(status: int, message: str, param: str | None = None) -> dict[str,
 
 def usage(flavor: str, request: SimRequest) -> dict[str, Any]:
     prompt, completion = request.prompt_tokens, request.generated
-    if flavor == "llamacpp":
-        return {
-            "completion_tokens": completion,
-            "prompt_tokens": prompt,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": request.cached_tokens},
-        }
-    body: dict[str, Any] = {
-        "prompt_tokens": prompt,
-        "total_tokens": prompt + completion,
-        "completion_tokens": completion,
-        "prompt_tokens_details": None,
-    }
-    if flavor == "sglang":
-        body["reasoning_tokens"] = 0
-    return body
+    counts = {"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion}
+    if flavor == "llamacpp":  # its order: completion_tokens first
+        details = {"cached_tokens": request.cached_tokens}
+        return {"completion_tokens": completion, **counts, "prompt_tokens_details": details}
+    body: dict[str, Any] = {**counts, "prompt_tokens_details": None}
+    return body | {"reasoning_tokens": 0} if flavor == "sglang" else body
 
 
 def timings(request: SimRequest) -> dict[str, Any]:
@@ -201,30 +181,20 @@ class ChunkMaker:
         self.kind = kind
         self.model = model
         self.request = request
-        self.id = new_id(flavor, kind)
+        if flavor == "llamacpp":
+            self.id = "chatcmpl-" + "".join(secrets.choice(_ALNUM) for _ in range(32))
+        else:
+            self.id = ("chatcmpl-" if kind == "chat" else "cmpl-") + secrets.token_hex(16)
         self.created = int(time.time())
 
     def _envelope(self, choices: list[dict[str, Any]], chunk: bool) -> dict[str, Any]:
-        if self.kind == "chat":
-            obj = "chat.completion.chunk" if chunk else "chat.completion"
-        else:
-            obj = "text_completion"
-        if self.flavor == "llamacpp":
-            return {
-                "choices": choices,
-                "created": self.created,
-                "id": self.id,
-                "model": self.model,
-                "system_fingerprint": "b0-unknown",
-                "object": obj,
-            }
-        return {
-            "id": self.id,
-            "object": obj,
-            "created": self.created,
-            "model": self.model,
-            "choices": choices,
-        }
+        obj = "text_completion" if self.kind != "chat" else f"chat.completion{'.chunk' if chunk else ''}"
+        body = {"id": self.id, "object": obj, "created": self.created, "model": self.model}
+        body["choices"] = choices
+        if self.flavor == "llamacpp":  # its own order, and a build fingerprint
+            order = ("choices", "created", "id", "model")
+            return {key: body[key] for key in order} | {"system_fingerprint": "b0-unknown", "object": obj}
+        return body
 
     def _shaped(self, key: str, value: Any, finish: str | None) -> dict[str, Any]:
         """A choice in the flavour's field order (llama.cpp's chat choices have no logprobs)."""

@@ -21,9 +21,8 @@ import uvicorn
 from tui.sim.app import build_app
 from tui.sim.behaviour import Behaviour
 from tui.sim.config import SimConfig, SimConfigError, SimStartupError, load_sim_config
-from tui.sim.control import FAULT_NAMES, ControlChanges, KeptControl, parse_changes
 from tui.sim.engine import MetricsRecorder, SimEngine
-from tui.sim.faults import FaultSettings
+from tui.sim.faults import FAULT_NAMES, ControlChanges, FaultSettings, KeptControl, parse_changes
 from tui.sim.gpu_page import SimGpus
 from tui.sim.logs import LogWriter, make_log_writer
 from tui.sim.metrics_llamacpp import LlamacppRecorder

@@ -185,10 +185,13 @@ class DemoSims:
                 return False
             sim.restarting = True
         try:
-            return self._restart(sim, say)
+            back = self._restart(sim, say)
         finally:
             with self._lock:
                 sim.restarting = False
+        if back and (kept := sim.kept_control()):
+            say(kept)
+        return back
 
     def _restart(self, sim: DemoSim, say: Callable[[str], None]) -> bool:
         port = int(sim.url.rsplit(":", 1)[1]) if sim.url else 0
@@ -202,8 +205,6 @@ class DemoSims:
             while time.monotonic() < deadline:
                 if _read(sim.stdout_path).count(RESTARTED) > restarts_before:
                     say(f"{sim.name}: restarted on {sim.url}")
-                    if kept := sim.kept_control():
-                        say(kept)
                     return True
                 if not sim.alive:
                     say(f"{sim.name}: the simulator {sim.why_it_exited()}")
@@ -222,8 +223,6 @@ class DemoSims:
             return False
         assert sim.process is not None
         say(f"{sim.name}: started again as pid {sim.process.pid}, listening on {sim.url}")
-        if kept := sim.kept_control():
-            say(kept)
         return True
 
     # --- stopping -----------------------------------------------------------------------------------------

@@ -47,28 +47,21 @@ def code_score(text: str) -> float:
     return min(1.0, 4.0 * symbols + 2.0 * keywords)
 
 
-def repetition_score(text: str) -> float:
-    """0..1: share of repeated words (repeated text is easy to draft)."""
-    words = re.findall(r"\w+", text.lower())
-    if len(words) < 4:
-        return 0.0
-    return 1.0 - len(set(words)) / len(words)
-
-
 def content_factor(text: str, effect: float = 1.0) -> float:
     """Multiplier on the acceptance probabilities: code and repeated text accept more than prose."""
-    raw = 0.3 * code_score(text) + 0.3 * repetition_score(text) - 0.1
+    words = re.findall(r"\w+", text.lower())
+    repetition = 1.0 - len(set(words)) / len(words) if len(words) >= 4 else 0.0  # share of repeated words
+    raw = 0.3 * code_score(text) + 0.3 * repetition - 0.1
     return max(0.6, min(1.3, 1.0 + effect * raw))
 
 
 def _rng_for(prompt: str, temperature: float, seed: int | None) -> random.Random:
-    if temperature <= 0.0:
-        digest = hashlib.sha256(prompt.encode("utf-8", "replace")).digest()
-        return random.Random(int.from_bytes(digest[:8], "big"))
-    if seed is None:
+    if temperature > 0.0 and seed is None:
         return random.Random()
-    material = f"{prompt}\x00{seed}\x00{temperature:.6f}".encode("utf-8", "replace")
-    return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
+    material = prompt if temperature <= 0.0 else f"{prompt}\x00{seed}\x00{temperature:.6f}"
+    return random.Random(
+        int.from_bytes(hashlib.sha256(material.encode("utf-8", "replace")).digest()[:8], "big")
+    )
 
 
 def generate(
@@ -84,7 +77,7 @@ def generate(
     natural_length = 48 + rng.randrange(464)
     length = max_tokens if ignore_eos else min(max_tokens, natural_length)
     vocabulary = CODE_WORDS if code_score(prompt) > 0.35 else PROSE_WORDS
-    prompt_words = [word for word in re.findall(r"[A-Za-z_]{3,}", prompt)][:200]
+    prompt_words = re.findall(r"[A-Za-z_]{3,}", prompt)[:200]
     out: list[str] = []
     for _ in range(length):
         reuse = bool(prompt_words) and rng.random() < 0.25
