@@ -604,7 +604,13 @@ def summary_lines(result: TuneResult) -> list[str]:
         lines += decision_lines(result, result.decision(concurrency) or nothing)
     lines += ["schedule: " + schedule_text(result), break_even_text(result)]
     lines += [context_stop_line(stop) for stop in result.context_stops]
-    lines += rounds_text(result).split("\n")
+    rounds = f"{result.rounds_run} round{'s' if result.rounds_run != 1 else ''}"
+    why = f" ({result.stop_reason})" if result.stop_reason else ""
+    words = sequential_words(result.ci_level, result.looks)
+    lines += [
+        f"rounds: {rounds}{why}",
+        f"  intervals: {words} over rounds, the baselines before and after, requests",
+    ]
     if result.apply_note:
         lines.append(f"--apply: {result.apply_note}")
     for outcome in result.outcomes:
@@ -618,16 +624,6 @@ def summary_lines(result: TuneResult) -> list[str]:
                 )
     lines += [skipped.line() for skipped in result.skipped]
     return lines
-
-
-def rounds_text(result: TuneResult) -> str:
-    """How many rounds ran, why they stopped and what the intervals cover."""
-    words = sequential_words(result.ci_level, result.looks)
-    rounds = f"{result.rounds_run} round{'s' if result.rounds_run != 1 else ''}"
-    why = f" ({result.stop_reason})" if result.stop_reason else ""
-    return (
-        f"rounds: {rounds}{why}\n  intervals: {words} over rounds, the baselines before and after, requests"
-    )
 
 
 def context_stop_line(stop: ContextStop) -> str:
