@@ -3,7 +3,9 @@ flags, persistence of the models, and the sustained alert."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 import random
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,22 +43,16 @@ def behaviour(k: int = 4) -> Behaviour:
 
 def unconditional(conditional: list[float]) -> list[float]:
     """a_i = P(position i accepted) = the product of the conditional probabilities up to i."""
-    rates, chain = [], 1.0
-    for p in conditional:
-        chain *= p
-        rates.append(chain)
-    return rates
+    return list(itertools.accumulate(conditional, operator.mul))
 
 
 def sim_points(ks: list[int], loads: list[int], conditional: list[float] = CONDITIONAL) -> list[CostPoint]:
-    model = behaviour()
-    points = []
-    for k in ks:
-        length = expected_tokens_per_step(conditional[:k])
-        for c in loads:
-            rate = length / model.decode_step_s(c, k)
-            points.append(CostPoint(k=k, concurrency=c, decode_tokens_per_s=rate, mean_length=length))
-    return points
+    model, lengths = behaviour(), {k: expected_tokens_per_step(conditional[:k]) for k in ks}
+    rates = {(k, c): lengths[k] / model.decode_step_s(c, k) for k in ks for c in loads}
+    return [
+        CostPoint(k=k, concurrency=c, decode_tokens_per_s=rate, mean_length=lengths[k])
+        for (k, c), rate in rates.items()
+    ]
 
 
 def fitted(ks: list[int] = [2, 3, 4, 5], loads: list[int] = [1, 4]) -> StepCostModel:  # noqa: B006
@@ -103,14 +99,15 @@ def test_noisy_points_give_a_residual() -> None:
 def loaded_machine_points() -> list[CostPoint]:
     """A draft cost that does not grow with the batch, measured on a busy machine: the k=5 points at
     the higher load came out fast, which an unconstrained fit reads as a negative per-draft-per-seq cost."""
-    points = []
-    for k in (2, 3, 4, 5):
-        for c in (1, 4):
-            step = 0.010 + 0.002 * c + 0.004 * k
-            if k == 5 and c == 4:
-                step *= 0.85
-            points.append(CostPoint(k=k, concurrency=c, decode_tokens_per_s=2.0 / step, mean_length=2.0))
-    return points
+    steps = {
+        (k, c): (0.010 + 0.002 * c + 0.004 * k) * (0.85 if (k, c) == (5, 4) else 1.0)
+        for k in (2, 3, 4, 5)
+        for c in (1, 4)
+    }
+    return [
+        CostPoint(k=k, concurrency=c, decode_tokens_per_s=2.0 / step, mean_length=2.0)
+        for (k, c), step in steps.items()
+    ]
 
 
 def test_every_cost_term_is_fitted_non_negative_at_the_constrained_optimum() -> None:

@@ -9,8 +9,7 @@ import pytest
 
 from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord
-from tui.autopilot.policy import Limits, Sustained, errors_rose, gate
-from tui.autopilot.sequential import MIN_SAMPLES, judge
+from tui.autopilot.policy import MIN_SAMPLES, Limits, Sustained, errors_rose, gate, judge
 
 
 def until_clear(true_gain: float, spread: float, seed: int, limit: int = 400) -> tuple[str, int]:

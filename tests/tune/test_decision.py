@@ -10,11 +10,8 @@ from tui.tune.decision import Run, decide, sequential_level, speedups
 
 
 def _burst(rng: random.Random, rate: float, requests: int = 16, noise: float = 0.03) -> tuple:
-    samples = []
-    for _ in range(requests):
-        duration = rng.uniform(0.5, 1.5)
-        samples.append((rate * duration * rng.gauss(1.0, noise), duration))
-    return tuple(samples)
+    durations = (rng.uniform(0.5, 1.5) for _ in range(requests))  # each drawn just before its noise
+    return tuple((rate * duration * rng.gauss(1.0, noise), duration) for duration in durations)
 
 
 def _sweep(rates: dict[int, float], rounds: int, drift: float = 0.0, seed: int = 1) -> list[Run]:

@@ -15,14 +15,7 @@ from tui.commands.tune import _options
 from tui.configs.document import load_document
 from tui.paths import sample_configs_dir
 from tui.tune.plan import TunePlanError, edited, grid_key, grid_problem, parse_grid, tree_candidates
-from tui.tune.result import (
-    TuneResult,
-    analyse,
-    render_csv,
-    render_json,
-    render_markdown,
-    render_text,
-)
+from tui.tune.result import TuneResult, analyse, render_csv, render_json, render_markdown, render_text
 
 GRID = ["steps=0,1,2,3", "topk=1,4", "draft=2,4,8"]
 KEYS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")

@@ -138,9 +138,7 @@ def _changer(
 
 @pytest.mark.parametrize("gap_s", [0.0, 0.5], ids=["identity-changes", "health-goes-down"])
 async def test_the_tune_waits_for_the_new_process_not_the_old_ones_200(
-    serve: Serve,
-    tmp_path: Path,
-    gap_s: float,
+    serve: Serve, tmp_path: Path, gap_s: float
 ) -> None:
     fake = FakeServer(gap_s=gap_s)
     url = serve(fake)
@@ -155,10 +153,7 @@ async def test_the_tune_waits_for_the_new_process_not_the_old_ones_200(
         assert 1 in health_answers  # the old process did answer 200 after the command: the race was real
 
 
-async def test_an_old_process_that_never_goes_away_is_not_back(
-    serve: Serve,
-    tmp_path: Path,
-) -> None:
+async def test_an_old_process_that_never_goes_away_is_not_back(serve: Serve, tmp_path: Path) -> None:
     fake = FakeServer(new_identity=False)
     url = serve(fake)
     async with httpx.AsyncClient(timeout=5.0) as client:
@@ -167,9 +162,7 @@ async def test_an_old_process_that_never_goes_away_is_not_back(
     assert outcome.reason is not None and OLD_PROCESS in outcome.reason
 
 
-async def test_wait_for_health_with_the_identity_before_waits_for_the_new_one(
-    serve: Serve,
-) -> None:
+async def test_wait_for_health_with_the_identity_before_waits_for_the_new_one(serve: Serve) -> None:
     fake = FakeServer()
     url = serve(fake)
     polls: list[tuple[bool, str]] = []
@@ -189,9 +182,7 @@ async def test_wait_for_health_with_the_identity_before_waits_for_the_new_one(
     assert polls[-1] == (True, "HTTP 200")
 
 
-async def test_without_an_identity_the_first_200_counts(
-    serve: Serve,
-) -> None:
+async def test_without_an_identity_the_first_200_counts(serve: Serve) -> None:
     """A server that was down before the restart (no identity read): its first 200 is the new process."""
     fake = FakeServer()
     url = serve(fake)

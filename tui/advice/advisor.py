@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,22 +127,14 @@ def expected_lengths(
 ) -> tuple[dict[int, float], tuple[int, ...]]:
     """E[length at k'] for k' = 1 .. current_k + extra, and the k' whose length is extrapolated."""
     rates = [min(1.0, max(0.0, rate)) for rate in per_position[:current_k]]
-    lengths: dict[int, float] = {}
-    total = 1.0
-    for k, rate in enumerate(rates, start=1):
-        total += rate
-        lengths[k] = total
     if not rates:
-        return lengths, ()
+        return {}, ()
     ratio = rates[-1] / rates[-2] if len(rates) >= 2 and rates[-2] > 0 else rates[-1]
     ratio = min(1.0, max(0.0, ratio))
-    last, extrapolated = rates[-1], []
-    for k in range(len(rates) + 1, len(rates) + extra + 1):
-        last *= ratio
-        total += last
-        lengths[k] = total
-        extrapolated.append(k)
-    return lengths, tuple(extrapolated)
+    guessed = [*itertools.accumulate([ratio] * extra, operator.mul, initial=rates[-1])][1:]  # geometric
+    lengths = dict(enumerate(itertools.accumulate(rates + guessed, initial=1.0)))
+    del lengths[0]
+    return lengths, tuple(range(len(rates) + 1, len(rates) + extra + 1))
 
 
 def advise(
@@ -201,13 +195,12 @@ def advise(
         notes.append(f"step cost measured at load {fmt_count(round(model.loads[0], 1))} only")
     current_cost = model.step_s(current_k, concurrency)
     current_length = lengths.get(current_k)
-    speedups: dict[int, float | None] = {}
-    for k in candidates:
-        cost = model.step_s(k, concurrency)
-        if cost is None or current_cost is None or current_length is None:
-            speedups[k] = None
-            continue
-        speedups[k] = (lengths[k] / cost) / (current_length / current_cost)
+    speedups: dict[int, float | None] = {  # a step time is positive or None
+        k: (lengths[k] / cost) / (current_length / current_cost)
+        if (cost := model.step_s(k, concurrency)) and current_cost and current_length
+        else None
+        for k in candidates
+    }
     intervals = {}
     widen = 1.0 + model.residual  # the fit's own error at its points: a prediction may be that far off
     for k, value in speedups.items():

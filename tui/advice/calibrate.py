@@ -70,16 +70,11 @@ def calibration_loads(live_running: float | None) -> tuple[int, ...]:
     return tuple(sorted({1, live, min(MAX_LOAD, 2 * live)}))
 
 
-@dataclass(frozen=True)
-class LiveLoad:
-    """What the server does before the calibration: its running requests and time per output token."""
-
-    running: float | None
-    token_s: float | None
-
-
-async def live_load(client: httpx.AsyncClient, metrics_url: str, *, scrapes: int = LIVE_SCRAPES) -> LiveLoad:
-    """Mean running requests and time per output token over a few scrapes (None where not shown)."""
+async def live_load(
+    client: httpx.AsyncClient, metrics_url: str, *, scrapes: int = LIVE_SCRAPES
+) -> tuple[float | None, float | None]:
+    """What the server does before the calibration: its mean running requests and time per output token
+    over a few scrapes (None where not shown)."""
     from tui.telemetry.window import figures_between
 
     running: list[float] = []
@@ -97,9 +92,7 @@ async def live_load(client: httpx.AsyncClient, metrics_url: str, *, scrapes: int
             previous = scrape
         if index < scrapes - 1:
             await asyncio.sleep(LIVE_INTERVAL_S)
-    return LiveLoad(
-        sum(running) / len(running) if running else None, sum(token) / len(token) if token else None
-    )
+    return (sum(running) / len(running) if running else None), (sum(token) / len(token) if token else None)
 
 
 def calibration_time_s(options: TuneOptions, token_s: float | None) -> float | None:
@@ -160,12 +153,13 @@ def _cells(result: TuneResult) -> list[tuple[int, TuneCell]]:
     """(k, cell) of every started value; value 0 of a plain key is no k=0 point (llama.cpp drafts there)."""
     if result.points:
         raise StepCostError("a grid sweep gives no step-cost model: calibrate one key (k)")
-    cells = []
-    for outcome in result.outcomes:
-        if not outcome.started or (outcome.value == 0 and not result.zero_is_off):
-            continue
-        cells += [(outcome.value, cell) for cell in outcome.cells if cell.ok]
-    return cells
+    return [
+        (outcome.value, cell)
+        for outcome in result.outcomes
+        if outcome.started and (outcome.value != 0 or result.zero_is_off)
+        for cell in outcome.cells
+        if cell.ok
+    ]
 
 
 def _point(k: int, cell: TuneCell, background: float, runs: list[CellRun] | None = None) -> CostPoint | None:
@@ -203,11 +197,7 @@ def burst_spread(result: TuneResult) -> BurstSpread | None:
     """The spread of a calibration's bursts; None when no cell was measured twice (no degrees of freedom)."""
     squares, df = 0.0, 0
     for k, cell in _cells(result):
-        logs = []
-        for run in cell.runs:
-            point = _point(k, cell, 0.0, [run])
-            if point is not None:
-                logs.append(math.log(point.step_s))
+        logs = [math.log(point.step_s) for run in cell.runs if (point := _point(k, cell, 0.0, [run]))]
         if len(logs) >= 2:
             mean = sum(logs) / len(logs)
             squares += sum((value - mean) ** 2 for value in logs)
@@ -228,16 +218,14 @@ def replicate_points(
     """The points as a repeat of the calibration could have measured them, `resamples` times: each step time
     moved by its standard error times a Student-t draw (the spread itself is known from few bursts)."""
     rng = random.Random(seed)
-    out = []
-    for _ in range(resamples):
-        moved = []
-        for point in points:
-            scale = spread.sd / math.sqrt(point.rounds or 1)
-            draw = rng.gauss(0.0, 1.0) / math.sqrt(rng.gammavariate(spread.df / 2, 2.0) / spread.df)
-            step = point.step_s * math.exp(draw * scale)
-            moved.append(point.model_copy(update={"decode_tokens_per_s": point.mean_length / step}))
-        out.append(moved)
-    return out
+
+    def moved(point: CostPoint) -> CostPoint:
+        scale = spread.sd / math.sqrt(point.rounds or 1)
+        draw = rng.gauss(0.0, 1.0) / math.sqrt(rng.gammavariate(spread.df / 2, 2.0) / spread.df)
+        step = point.step_s * math.exp(draw * scale)
+        return point.model_copy(update={"decode_tokens_per_s": point.mean_length / step})
+
+    return [[moved(point) for point in points] for _ in range(resamples)]
 
 
 def model_from_tune(result: TuneResult, calibration: Calibration, source: str | None = None) -> StepCostModel:
@@ -284,10 +272,9 @@ async def plan_calibration(
             ids = await fetch_model_ids(client, options.endpoint, headers={}, timeout_s=5.0)
             model = ids[0] if isinstance(ids, list) and ids else None
         calibration = await read_calibration(options.config_file, options.endpoint, options.key, model)
-        live = await live_load(
-            client, options.resolved_metrics_url, scrapes=2 if loads_given else LIVE_SCRAPES
-        )
-    running = None if loads_given else live.running
+        scrapes = 2 if loads_given else LIVE_SCRAPES
+        live_running, token_s = await live_load(client, options.resolved_metrics_url, scrapes=scrapes)
+    running = None if loads_given else live_running
     values = (
         options.values if values_given else calibration_values(calibration.current_k, calibration.zero_is_off)
     )
@@ -297,11 +284,11 @@ async def plan_calibration(
     calibration = replace(calibration, background=running or 0.0)
     seen = "no load seen" if running is None else f"{fmt_count(round(running, 1))} running"
     restarts = rounds * len(values)
-    took = calibration_time_s(changed, live.token_s)
+    took = calibration_time_s(changed, token_s)
     time = (
         f"its time known after the first burst (no live time per token), plus {restarts} restarts"
-        if took is None or live.token_s is None
-        else f"about {fmt_duration(took)} of bursts at the live {fmt_latency(live.token_s)} per token, "
+        if took is None or token_s is None
+        else f"about {fmt_duration(took)} of bursts at the live {fmt_latency(token_s)} per token, "
         f"plus {restarts} restarts"
     )
     line = (
@@ -335,9 +322,6 @@ def fit_and_keep(
         f" + k·({fmt_latency(cost.per_draft_s)} + {fmt_latency(cost.per_draft_seq_s)}/seq){scope}, "
         f"fit within {fmt_rate(model.residual)}{measured}"
     )
-
-
-# --- the simulator's model -------------------------------------------------------------------------------
 
 
 SIM_KS = range(0, 7)

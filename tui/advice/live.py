@@ -79,14 +79,11 @@ def table_offer(
             return None
         reasons.append(f"k={low_k} {fmt_times(below)} over k={high_k} at load {fmt_count(low)}")
         reasons.append(f"k={high_k} {fmt_times(above)} over k={low_k} at load {fmt_count(high)}")
-    steps: list[tuple[int, int | None]] = []
-    for index, (load, k, _) in enumerate(bests):
-        last = index == len(bests) - 1
-        if steps and steps[-1][0] == k:
-            steps[-1] = (k, None if last else load)
-        else:
-            steps.append((k, None if last else load))
-    table = table_from_steps(steps, max(top, loads[-1]))
+    # the same k over consecutive loads is one step; the last runs beyond every load
+    steps: list[tuple[int, int | None]] = [
+        (k, [*group][-1][0]) for k, group in itertools.groupby(bests, lambda b: b[1])
+    ]
+    table = table_from_steps([*steps[:-1], (steps[-1][0], None)], max(top, loads[-1]))
     return TableOffer(table, f"{table_text([(lo, hi, k) for lo, hi, k in table])} ({'; '.join(reasons)})")
 
 
@@ -113,14 +110,9 @@ def read_context_findings(folder: Path | None = None) -> tuple[ContextFinding, .
             result = load_tune(path)
         except BurstFileError:
             continue
+        key = endpoint_key(result.endpoint)
         found += [
-            ContextFinding(
-                endpoint_key(result.endpoint),
-                stop.concurrency,
-                stop.prompt_tokens,
-                stop.pays_up_to,
-                result.started_at,
-            )
+            ContextFinding(key, stop.concurrency, stop.prompt_tokens, stop.pays_up_to, result.started_at)
             for stop in result.context_stops
             if stop.significant and stop.prompt_tokens is not None
         ]
@@ -257,15 +249,9 @@ class AdviceBook:
             return self.tracker.observe(name, None, now)
         facts = self.facts.get(name)
         settings = facts.settings if facts else None
+        k = k_in_effect(facts.k, facts.table, figures.running) if facts else None
         advise_now = partial(
-            advice_for,
-            figures,
-            url,
-            model,
-            self.kept,
-            settings=settings,
-            current_k=k_in_effect(facts.k, facts.table, figures.running) if facts else None,
-            margin=self.margin,
+            advice_for, figures, url, model, self.kept, settings=settings, current_k=k, margin=self.margin
         )
         if find_model(self.kept.models, url, model, settings)[0] is None:
             # No step-cost model: no other k can be advised, so the advice (the lengths by k the detail

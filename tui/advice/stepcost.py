@@ -115,20 +115,16 @@ class StepCostModel(BaseModel):
         """The interval of T(reference, c) / T(k, c) over the replicates (None: too few)."""
         if not self.replicates:
             return None
-        ratios = []
-        for cost in self.replicates:
-            mine, theirs = cost.step_s(k, concurrency), cost.step_s(reference, concurrency)
-            if mine is not None and theirs is not None:
-                ratios.append(theirs / mine)
+        steps = [
+            (cost.step_s(k, concurrency), cost.step_s(reference, concurrency)) for cost in self.replicates
+        ]
+        ratios = [theirs / mine for mine, theirs in steps if mine is not None and theirs is not None]
         return percentile_interval(ratios, len(self.replicates), level)
 
 
 class StepCostFile(BaseModel):
     format: Literal["spectop-stepcost/1"] = FORMAT
     models: list[StepCostModel] = Field(default_factory=list)
-
-
-# --- fitting ---------------------------------------------------------------------------------------------
 
 
 def _solve(matrix: list[list[float]], vector: list[float]) -> list[float] | None:
@@ -177,9 +173,8 @@ def _nonnegative_least_squares(features: list[list[float]], targets: list[float]
         solved = _least_squares([[row[i] for i in columns] for row in features], targets)
         if solved is None or min(solved) < 0:
             continue
-        full = [0.0] * width
-        for i, value in zip(columns, solved, strict=True):
-            full[i] = value
+        placed = dict(zip(columns, solved, strict=True))
+        full = [placed.get(i, 0.0) for i in range(width)]
         error = _relative_error(features, targets, full)
         if best is None or error < best[0]:
             best = (error, full)
@@ -246,14 +241,11 @@ def fit(points: Sequence[CostPoint]) -> tuple[StepCost, bool, float]:
         raise StepCostError(
             f"a step-cost model needs two values of k or more; measured: {sorted(ks) or 'none'}"
         )
-    cost: StepCost | None = None
-    if _dependent(usable):
-        cost = _fit_cost(usable, True)
+    cost = _fit_cost(usable, True) if _dependent(usable) else None
     load_dependent = cost is not None
+    cost = cost or _fit_cost(usable, False)
     if cost is None:
-        cost = _fit_cost(usable, False)
-        if cost is None:
-            raise StepCostError("the measured points give no step-cost model (singular fit)")
+        raise StepCostError("the measured points give no step-cost model (singular fit)")
     residual = 0.0
     for point in usable:
         predicted = cost.step_s(point.k, point.concurrency)
@@ -308,18 +300,9 @@ def caveat(
 
 def fit_replicates(resampled: Sequence[Sequence[CostPoint]], load_dependent: bool) -> list[StepCost]:
     """The same form fitted on each resample (those with no fit or fewer than two k left out)."""
-    fits = []
-    for points in resampled:
-        usable = _usable(points)
-        if len({point.k for point in usable}) < 2:
-            continue
-        cost = _fit_cost(usable, load_dependent and _dependent(usable))
-        if cost is not None:
-            fits.append(cost)
-    return fits
-
-
-# --- keys ------------------------------------------------------------------------------------------------
+    usables = [usable for usable in map(_usable, resampled) if len({point.k for point in usable}) >= 2]
+    fits = [_fit_cost(usable, load_dependent and _dependent(usable)) for usable in usables]
+    return [cost for cost in fits if cost is not None]
 
 
 @lru_cache(maxsize=4096)  # asked for every reading: a fleet of 1,000 instances asks 500 times a second
@@ -352,9 +335,6 @@ def settings_digest(doc: ConfigDocument, key_paths: Sequence[tuple[str, ...]]) -
             node.pop(path[-1], None)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-# --- the file --------------------------------------------------------------------------------------------
 
 
 def load_models(path: Path | None = None) -> StepCostFile:

@@ -31,6 +31,7 @@ from tui.autopilot import audit
 from tui.autopilot.audit import AuditRecord, Figure
 from tui.autopilot.observe import Errors, Seen, ServerEyes, speed
 from tui.autopilot.policy import (
+    Judgement,
     Limits,
     PilotState,
     Proposal,
@@ -38,9 +39,9 @@ from tui.autopilot.policy import (
     Table,
     errors_rose,
     gate,
+    judge,
     proposal_words,
 )
-from tui.autopilot.sequential import Judgement, judge
 from tui.autopilot.targets import HEALTH_TIMEOUT_S, Target
 from tui.configs.errors import ConfigError
 from tui.format import fmt_duration, fmt_per_s, fmt_rate_delta
@@ -145,8 +146,6 @@ class Autopilot:
         self._said: set[str] = set()
         self.single = make_target is None
 
-    # --- running ------------------------------------------------------------------------------------------
-
     async def run(self, rounds: int | None = None) -> None:
         """Watch (and act) every interval; on the way out leave each config as found or verified."""
         try:
@@ -193,8 +192,6 @@ class Autopilot:
     def tell(self) -> None:
         if self.on_state is not None:
             self.on_state({name: replace(state) for name, state in self.states.items()})
-
-    # --- watching -----------------------------------------------------------------------------------------
 
     def runs(self, name: str) -> tuple[int | None, Table | None]:
         """A server's file: its k and its k by batch size."""
@@ -257,22 +254,12 @@ class Autopilot:
         if not self.auto:
             if self.once(f"would {words} (dry run: {self.to_act})", f"propose {setting}"):
                 to_k, to_table = split(proposal)
-                self.record(
-                    AuditRecord(
-                        outcome="proposed",
-                        instance=canary,
-                        trigger=trigger,
-                        from_k=self.k.get(canary),
-                        to_k=to_k,
-                        to_table=to_table,
-                        reason="dry run",
-                    )
-                )
+                record = AuditRecord(outcome="proposed", instance=canary, trigger=trigger, reason="dry run")
+                record.from_k, record.to_k, record.to_table = self.k.get(canary), to_k, to_table
+                self.record(record)
             return
         predicted = advice.speedup_by_k.get(proposal) if isinstance(proposal, int) else None
         await self.start_trial(canary, proposal, trigger, promotion=False, predicted=predicted)
-
-    # --- changing and testing -----------------------------------------------------------------------------
 
     async def start_trial(
         self, name: str, proposal: Proposal, trigger: str, *, promotion: bool, predicted: float | None = None
@@ -455,8 +442,6 @@ class Autopilot:
         trigger = f"the verified canary's {proposal_words(self.promoting)}"
         await self.start_trial(self.queue.pop(0), self.promoting, trigger, promotion=True)
 
-    # --- leaving, saying, recording -----------------------------------------------------------------------
-
     async def leave(self) -> None:
         """An unverified change goes back; then each config is as found or at its last verified state."""
         if self.trial is not None:
@@ -475,7 +460,7 @@ class Autopilot:
     def trial_record(
         self, trial: Trial, outcome: audit.Outcome, verdict: Judgement | None, why: str
     ) -> AuditRecord:
-        return AuditRecord(
+        record = AuditRecord(
             outcome=outcome,
             instance=trial.target.name,
             trigger=trial.trigger,
@@ -486,13 +471,12 @@ class Autopilot:
             predicted=trial.predicted,
             before=figure(trial.theirs),
             after=figure(trial.mine),
-            verdict=None if verdict is None else verdict.verdict,
-            gain=None if verdict is None else verdict.gain,
-            gain_low=None if verdict is None else verdict.low,
-            gain_high=None if verdict is None else verdict.high,
-            sureness=None if verdict is None else verdict.sureness,
             reason=why,
         )
+        if verdict is not None:
+            record.verdict, record.gain, record.sureness = verdict.verdict, verdict.gain, verdict.sureness
+            record.gain_low, record.gain_high = verdict.low, verdict.high
+        return record
 
     def record(self, record: AuditRecord) -> None:
         audit.append(self.audit_path, record)

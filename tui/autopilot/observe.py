@@ -117,10 +117,8 @@ class ServerEyes:
     async def __call__(self) -> dict[str, Seen]:
         scrape = await scrape_metrics(self.client, self.metrics_url)
         last, self.last = self.last, scrape if scrape.up else None
-        if not scrape.up:
-            return {self.name: Seen(False, Figures())}
-        if last is None:
-            return {self.name: Seen(True, Figures())}
+        if not scrape.up or last is None:
+            return {self.name: Seen(scrape.up, Figures())}
         window = ScrapeWindow(window_s=math.inf, max_scrapes=2, backend=scrape.backend)
         window.add(last)
         window.add(scrape)

@@ -144,8 +144,6 @@ class PrometheusClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    # --- transport --------------------------------------------------------------------------------------
-
     async def _read(self, path: str, params: list[tuple[str, str]]) -> tuple[int, bytes]:
         # A POST form: long PromQL does not fit a URL.
         async with self._http.stream(
@@ -185,12 +183,9 @@ class PrometheusClient:
         except httpx.HTTPError as error:
             raise PrometheusError(f"Prometheus: {type(error).__name__}") from None
         except OSError as error:
-            raise PrometheusError(
-                f"Prometheus: network error: {error.strerror or type(error).__name__}"
-            ) from None
+            why = error.strerror or type(error).__name__
+            raise PrometheusError(f"Prometheus: network error: {why}") from None
         return status, body
-
-    # --- API ----------------------------------------------------------------------------------------------
 
     async def query_vector(self, expr: str, at: float | None = None) -> list[SampleJson]:
         """An instant query's samples as validated JSON objects; a scalar as one sample without labels."""
@@ -212,13 +207,8 @@ class PrometheusClient:
             raise PrometheusError(f"Prometheus: unexpected answer to {expr[:60]!r}") from None
 
     async def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[RangeSeries]:
-        params = [
-            ("query", expr),
-            ("start", f"{start:.3f}"),
-            ("end", f"{end:.3f}"),
-            ("step", f"{step_s:g}"),
-            ("timeout", f"{self.timeout_s:g}s"),
-        ]
+        params = [("query", expr), ("start", f"{start:.3f}"), ("end", f"{end:.3f}"), ("step", f"{step_s:g}")]
+        params.append(("timeout", f"{self.timeout_s:g}s"))
         answer = _envelope(*await self._fetch("/api/v1/query_range", params))
         try:
             return _Matrix.model_validate(answer.data).result

@@ -203,23 +203,18 @@ def _instance_rows(samples: Iterable[SampleJson], group_label: str) -> dict[str,
     labels: dict[str, dict[str, str]] = {}
     for sample in samples:
         metric = sample.get("metric", _NO_LABELS)
-        instance = metric.get("instance")
-        backend = metric.get("backend")
-        count = number(sample["value"][1])
+        instance, backend, count = metric.get("instance"), metric.get("backend"), number(sample["value"][1])
         if instance is None or backend is None or count is None:
             continue
         backend_votes = votes.setdefault(instance, {})
         backend_votes[backend] = max(backend_votes.get(backend, 0.0), count)
-        model = metric.get("model_name")
-        if model:
+        if model := metric.get("model_name"):
             models.setdefault(instance, {})[model] = None
-        if instance not in labels:  # the parsed answer is this refresh's own: no copy needed
-            labels[instance] = metric
+        labels.setdefault(instance, metric)  # the parsed answer is this refresh's own: no copy needed
     result = {}
     for instance, backend_votes in votes.items():
         backend = max(sorted(backend_votes), key=lambda name: backend_votes[name])
-        names = list(models.get(instance, {}))
-        model = ", ".join(names[:3]) or None
+        model = ", ".join(list(models.get(instance, {}))[:3]) or None
         metric = labels[instance]
         group = model if group_label == "model" else metric.get(group_label)
         result[instance] = _Instance(backend, model, metric.get("job"), group)
@@ -289,7 +284,10 @@ class FleetPoller:
         deadline = asyncio.get_running_loop().time() + self.client.timeout_s
 
         def ask(expr: str, reduce: Callable[[list[SampleJson]], _T]) -> Awaitable[_T | PrometheusError]:
-            return self._guarded(partial(self._ask, expr, at, reduce), deadline)
+            async def answer() -> _T:  # reduced at once: a refresh's samples are never all alive together
+                return reduce(await self.client.query_vector(expr, at))
+
+            return self._guarded(answer, deadline)
 
         instances = partial(_instance_rows, group_label=self.settings.group_by)
         bounds_asked = [ask(bucket_bounds_query(self.matchers), bucket_bounds)] if asking else []
@@ -330,22 +328,15 @@ class FleetPoller:
         result.elapsed_s = time.monotonic() - started
         return result
 
-    async def _ask(self, expr: str, at: float, reduce: Callable[[list[SampleJson]], _T]) -> _T:
-        """An instant query's answer reduced at once (a refresh's samples are never all alive together)."""
-        return reduce(await self.client.query_vector(expr, at))
-
     def _unknown(self, instance: str, known: _Instance, at: float, error: str) -> FleetReading:
         known.consecutive_failures += 1
-        return self._reading(
-            instance, known, at, up=False, error=error, figures=Figures(), prometheus_error=True
-        )
+        return self._reading(instance, known, at, False, error, Figures(), prometheus_error=True)
 
     def _reading(
         self,
         instance: str,
         known: _Instance,
         at: float,
-        *,
         up: bool,
         error: str | None,
         figures: Figures,
@@ -414,9 +405,7 @@ class FleetPoller:
             known_values["quantile_bounds"] = placed
             figures = Figures.model_validate(known_values)
             known.impossible_figures += drop_impossible(figures)  # the endpoints' rules: dropped, counted
-            readings.append(
-                self._reading(instance, known, at, up=is_up, error=error, figures=figures, age=age)
-            )
+            readings.append(self._reading(instance, known, at, is_up, error, figures, age))
         return FleetRefresh(at, readings, figure_errors=figure_errors)
 
     async def load_history(self, history_s: float, step_s: float) -> dict[str, list[tuple[float, Figures]]]:

@@ -51,14 +51,14 @@ def _either(*exprs: str) -> str:
     return " or ".join(f"({expr})" for expr in exprs if expr)
 
 
+@dataclass(frozen=True)
 class _Forms:
     """Selector and rate helpers for one set of matchers and one window."""
 
-    def __init__(self, matchers: str, window: str, prefix: str, *, ranks: bool = False) -> None:
-        self.matchers = matchers
-        self.window = window
-        self.prefix = prefix
-        self.ranks = ranks  # SGLang: fold per-rank copies, read the priority="" totals
+    matchers: str
+    window: str
+    prefix: str
+    ranks: bool = False  # SGLang: fold per-rank copies, read the priority="" totals
 
     def sel(self, name: str, *extra: str) -> str:
         if self.ranks:
@@ -229,14 +229,14 @@ def figure_queries(
         name: builder(_Forms(matchers, window, prefix, ranks=ranks))
         for name, (prefix, ranks, builder) in _BUILDERS.items()
     }
-    queries = []
-    for figure in figures:
-        forms = [exprs[figure] for exprs in per_backend.values() if figure in exprs]
-        if forms:
-            queries.append(
-                FigureQuery(figure, _either(*forms), by_position=figure == "per_position_acceptance")
-            )
-    return queries
+    forms = {
+        figure: [exprs[figure] for exprs in per_backend.values() if figure in exprs] for figure in figures
+    }
+    return [
+        FigureQuery(figure, _either(*exprs), by_position=figure == "per_position_acceptance")
+        for figure, exprs in forms.items()
+        if exprs
+    ]
 
 
 def _marker_names(table_names: list[str], prefix: str) -> str:

@@ -129,10 +129,8 @@ class ImbalanceAlerts:
                 if active is not None:  # its text follows the figures, refresh after refresh
                     active.message = imbalance_text(spread, outlier)
                 elif time - since >= self.sustained_s:
-                    alert = Alert(
-                        outlier.member, "imbalance", "warning", imbalance_text(spread, outlier), since
-                    )
-                    self._active[key] = alert
+                    text = imbalance_text(spread, outlier)
+                    alert = self._active[key] = Alert(outlier.member, "imbalance", "warning", text, since)
                     changed.append(alert)
         for key in [key for key in self._since if key not in seen]:
             del self._since[key]

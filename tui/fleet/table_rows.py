@@ -77,12 +77,8 @@ def instance_row(instance: Instance, marked: Mapping[str, str]) -> FleetRow:
         if far is not None:
             engine = far.outliers[0].member.rpartition("engine=")[2]
             off = f"eng{engine} {SHORT_FIGURE.get(far.figure, '')}".strip()
-    shared = row_fields(
-        instance.name,
-        reading,
-        status=fleet_status(reading, instance.status),
-        alert_severities=instance.alert_severities,
-    )
+    status, severities = fleet_status(reading, instance.status), instance.alert_severities
+    shared = row_fields(instance.name, reading, status=status, alert_severities=severities)
     return FleetRow(**shared, key=instance.name, group=group_of(reading), off=off, off_far=bool(off))
 
 

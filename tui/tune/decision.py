@@ -125,10 +125,10 @@ def speedups(runs: Sequence[Run], baseline: int) -> Speedups:
                 for order in chosen[key]:
                     a, d = sums[order]
                     base_amount, base_duration = base_amount + a, base_duration + d
-            if duration > 0 and base_duration > 0 and base_amount > 0:
-                result.replicates[value].append((amount / duration) / (base_amount / base_duration))
-            else:
-                result.replicates[value].append(None)
+            known = duration > 0 and base_duration > 0 and base_amount > 0
+            result.replicates[value].append(
+                (amount / duration) / (base_amount / base_duration) if known else None
+            )
     return result
 
 

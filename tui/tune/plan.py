@@ -174,8 +174,6 @@ def check_values(key: TuneKey, values: Sequence[int]) -> None:
         )
 
 
-# --- the SGLang grid: steps × topk × draft tokens -------------------------------------------------------
-
 GRID_AXES: dict[str, KeyPath] = {"steps": SGLANG_STEPS, "topk": SGLANG_TOPK, "draft": SGLANG_DRAFT_TOKENS}
 GRID_MINIMUM = {"steps": 0, "topk": 1, "draft": 2}
 MAX_GRID_POINTS = 64

@@ -216,8 +216,9 @@ class TuneResult(BaseModel):
     @property
     def best_points(self) -> dict[int, SweepPoint]:
         """A grid's recommendation with its parts: concurrency -> the best point (speculation off: absent)."""
-        points = {c: self.point(value) for c, value in self.best.items() if value is not None}
-        return {c: point for c, point in points.items() if point is not None}
+        return {
+            c: point for c, value in self.best.items() if value is not None and (point := self.point(value))
+        }
 
     def cost(self, value: int) -> float:
         """Draft tokens a value asks for (ties are broken by it); 0 for speculation off."""
@@ -345,15 +346,13 @@ def analyse(result: TuneResult) -> TuneResult:
                     }
                 )
     best = {d.concurrency: d.best for d in decisions}
-    schedule: list[ScheduleStep] = []
     ordered = sorted(c for c in result.concurrencies if best.get(c) is not None)
-    for index, concurrency in enumerate(ordered):
-        value = best[concurrency]
-        assert value is not None
-        if schedule and schedule[-1].value == value:  # the same value up to this load: one step
-            schedule.pop()
-        last = index == len(ordered) - 1
-        schedule.append(ScheduleStep(value=value, up_to_concurrency=None if last else concurrency))
+    steps = [(value, [*loads][-1]) for value, loads in itertools.groupby(ordered, key=best.__getitem__)]
+    schedule = [  # the same value over consecutive loads is one step; the last runs beyond every load
+        ScheduleStep(value=value, up_to_concurrency=None if index == len(steps) - 1 else load)
+        for index, (value, load) in enumerate(steps)
+        if value is not None
+    ]
     break_even = None
     if result.baseline_value == 0 and result.zero_is_off:
         # the lowest load from which the recommendation is speculation off at every higher measured load
@@ -526,11 +525,9 @@ def _speedup(cell: TuneCell) -> str:
 
 
 def value_label(result: TuneResult, value: int) -> str:
-    tags = []
-    if value == result.baseline_value:
-        tags.append("base")
-    if value == result.original_value:
-        tags.append("file")
+    tags = [
+        tag for tag, own in (("base", result.baseline_value), ("file", result.original_value)) if value == own
+    ]
     text = result.name(value) if result.points else f"{value}"
     return text + (f" ({', '.join(tags)})" if tags else "")
 
@@ -540,11 +537,11 @@ def schedule_text(result: TuneResult) -> str:
         return "no schedule: no value was measured"
     if len(result.schedule) == 1:
         return f"{result.name(result.schedule[0].value)} at every measured concurrency"
-    parts = []
-    for step in result.schedule:
-        limit = "beyond" if step.up_to_concurrency is None else f"up to {step.up_to_concurrency}"
-        parts.append(f"{result.name(step.value)} {limit}")
-    return ", ".join(parts)
+    return ", ".join(
+        f"{result.name(step.value)} "
+        + ("beyond" if step.up_to_concurrency is None else f"up to {step.up_to_concurrency}")
+        for step in result.schedule
+    )
 
 
 def break_even_text(result: TuneResult) -> str:
@@ -607,7 +604,13 @@ def summary_lines(result: TuneResult) -> list[str]:
         lines += decision_lines(result, result.decision(concurrency) or nothing)
     lines += ["schedule: " + schedule_text(result), break_even_text(result)]
     lines += [context_stop_line(stop) for stop in result.context_stops]
-    lines += rounds_text(result).split("\n")
+    rounds = f"{result.rounds_run} round{'s' if result.rounds_run != 1 else ''}"
+    why = f" ({result.stop_reason})" if result.stop_reason else ""
+    words = sequential_words(result.ci_level, result.looks)
+    lines += [
+        f"rounds: {rounds}{why}",
+        f"  intervals: {words} over rounds, the baselines before and after, requests",
+    ]
     if result.apply_note:
         lines.append(f"--apply: {result.apply_note}")
     for outcome in result.outcomes:
@@ -621,16 +624,6 @@ def summary_lines(result: TuneResult) -> list[str]:
                 )
     lines += [skipped.line() for skipped in result.skipped]
     return lines
-
-
-def rounds_text(result: TuneResult) -> str:
-    """How many rounds ran, why they stopped and what the intervals cover."""
-    words = sequential_words(result.ci_level, result.looks)
-    rounds = f"{result.rounds_run} round{'s' if result.rounds_run != 1 else ''}"
-    why = f" ({result.stop_reason})" if result.stop_reason else ""
-    return (
-        f"rounds: {rounds}{why}\n  intervals: {words} over rounds, the baselines before and after, requests"
-    )
 
 
 def context_stop_line(stop: ContextStop) -> str:

@@ -236,12 +236,7 @@ class Changer:
     async def _wait_back(
         self, before: ServerIdentity | None, output: list[str], log_start: int
     ) -> ChangeOutcome:
-        last_detail = ""
-
-        def polled(_back: bool, detail: str, _elapsed: float) -> None:
-            nonlocal last_detail
-            last_detail = detail
-
+        details: list[str] = []
         watch = StartFailureWatch(self.log_file, log_start) if self.log_file is not None else None
 
         async def died() -> str | None:
@@ -250,7 +245,7 @@ class Changer:
         healthy = await wait_for_health(
             self.client,
             self.health_url,
-            polled,
+            lambda _back, detail, _elapsed: details.append(detail),
             timeout_s=self.health_timeout_s,
             interval_s=0.25,
             before=before,
@@ -260,7 +255,7 @@ class Changer:
             return ChangeOutcome(False, f"{self.health_url} not OK: {watch.reason}", output)
         if not healthy:
             reason = f"{self.health_url} not OK within {fmt_setting(self.health_timeout_s)} s"
-            if OLD_PROCESS in last_detail:
+            if details and OLD_PROCESS in details[-1]:
                 reason += f" ({OLD_PROCESS})"
             return ChangeOutcome(False, self._why(reason, output, log_start), output)
         if not await self.first_metrics():
@@ -458,15 +453,15 @@ class TuneRun:
     async def _say_sizing(self, client: httpx.AsyncClient) -> None:
         """How each prompt length of the context axis is reached, in the notes."""
         assert self.result is not None
-        for tokens in self.options.prompt_tokens or ():
+        options = self.options
+        for tokens in options.prompt_tokens or ():
             try:
-                sized = await sized_for_server(
-                    f"{self.options.prompts}@{tokens}", self.options.endpoint, client
-                )
+                said = (
+                    await sized_for_server(f"{options.prompts}@{tokens}", options.endpoint, client)
+                ).sizing
             except PromptSetError as error:
-                self.result.notes.append(f"prompts at {tokens} tokens: {error}")
-                continue
-            self.result.notes.append(f"prompts at {tokens} tokens: {sized.sizing}")
+                said = str(error)
+            self.result.notes.append(f"prompts at {tokens} tokens: {said}")
 
     async def _sweep(self, changer: Changer) -> None:
         """Rounds over every value, the baseline at each end; odd rounds run backwards against drift."""
@@ -604,10 +599,15 @@ class TuneRun:
             raise TuneCancelled from None
         except (BurstRequestError, BurstConfigError, ArmUnreachable) as error:
             if self.result.cell(value, concurrency, tokens) is None:
-                failed = TuneCell(
-                    value=value, concurrency=concurrency, ok=False, failure=str(error), prompt_tokens=tokens
+                outcome.cells.append(
+                    TuneCell(
+                        value=value,
+                        concurrency=concurrency,
+                        ok=False,
+                        failure=str(error),
+                        prompt_tokens=tokens,
+                    )
                 )
-                outcome.cells.append(failed)
             self.result.notes.append(f"{label} at c={concurrency}{at}, round {number + 1}: {error}")
             return
         assert ran.ran is not None
