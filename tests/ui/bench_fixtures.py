@@ -1,6 +1,4 @@
-"""Shared pieces of the burst screen tests: a tiny app that provides `http_client`, keyboard helpers,
-and recorded bursts (fixed figures, fixed dates: no clocks, no random figures) for the snapshots.
-The fixtures (`bench_folders`, `recorded_run`) are in conftest.py."""
+"""Shared pieces of the burst screen tests (fixtures in conftest.py); recorded bursts of fixed figures."""
 
 from __future__ import annotations
 
@@ -76,8 +74,6 @@ async def type_into(screen: BenchScreen, pilot: Pilot[Any], field_id: str, value
     await press_at_once(pilot, "i", "ctrl+a", "ctrl+k", *value)
     await wait_for(pilot, lambda: field.value == value, f"{field_id} = {value!r}")
 
-
-# --- recorded bursts --------------------------------------------------------------------------------
 
 MTP_OFF = EndpointSettings(name="mtp-off", url="http://10.0.0.7:8000", model="qwen3-8b")
 MTP_ON = EndpointSettings(name="mtp-on", url="http://10.0.0.8:8000", model="qwen3-8b")

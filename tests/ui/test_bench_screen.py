@@ -22,7 +22,7 @@ from bench_fixtures import (
     type_into,
     until,
 )
-from terminal_bytes import assert_nothing_injected
+from cut_figures import assert_nothing_injected
 from test_themes import coloured
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
@@ -54,10 +54,8 @@ pytestmark = pytest.mark.usefixtures("bench_folders")
 
 
 def _endpoints(*servers: TimedServer) -> list[EndpointSettings]:
-    names = ["mtp-off", "mtp-on"]
-    return [
-        EndpointSettings(name=names[i], url=server.base_url, model="m") for i, server in enumerate(servers)
-    ]
+    pairs = zip(("mtp-off", "mtp-on"), servers, strict=False)
+    return [EndpointSettings(name=name, url=server.base_url, model="m") for name, server in pairs]
 
 
 async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_path: Path) -> None:
@@ -214,7 +212,6 @@ async def test_a_bad_form_value_names_its_field(field_id: str, value: str, messa
 
 
 def _run(server: TimedServer, start: int) -> tuple[list[str], list[str]]:
-    """The paths and request ids the server received from record `start` on."""
     records = list(server.records)[start:]
     return [r.path for r in records], [r.headers.get("x-request-id", "") for r in records]
 
@@ -262,9 +259,7 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
 async def test_in_the_app_under_no_color_the_footer_keeps_the_keys_in_sight_toggles_read_on_and_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The burst screen as a user opens it (b on the dashboard): at 80 columns the footer keeps its keys in
-    sight, b opens no second screen; toggles say on / off, focus shows by reverse video, placeholders say
-    "e.g." in words, not by italics alone."""
+    """Opened with b on the dashboard; placeholders say "e.g." in words, not by italics alone."""
     monkeypatch.setenv("NO_COLOR", "1")
     app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -300,9 +295,6 @@ async def test_in_the_app_under_no_color_the_footer_keeps_the_keys_in_sight_togg
         assert len(examples) == 4 and all("e.g. " in str(text) for text in examples.values()), examples
         a_extra = screen.query_one("#a-extra", Input)  # on screen, at 80 columns where the field is narrow
         assert "e.g." in strips[a_extra.region.y].text  # the words come first
-
-
-# --- per-request figures from a sim: one URL with two request bodies, SLOs, the explain view
 
 
 FIGURES = ResponseOptions(spec_metrics="summary", timing_metrics=True, prompt_tokens_details=True)
@@ -341,9 +333,6 @@ async def test_one_url_two_bodies_and_the_explain_view() -> None:
             assert screen.query_one("#switcher", ContentSwitcher).current == "results"
 
 
-# --- the history (h): date, both URLs, verdict and prompt set, fitted to 80 columns; older files list
-
-
 FAR = EndpointSettings(name="far", url="http://inference-gpu-node-17.cluster.example.com:8443/v1")
 
 
@@ -351,19 +340,14 @@ def _cells(screen: BenchScreen, row: int) -> list[str]:
     return [str(cell) for cell in screen.query_one("#history-table", DataTable).get_row_at(row)]
 
 
-def _keep_as_older_spectop(result: BurstResult) -> Path:
+def _keep_as_older_spectop(result: BurstResult) -> None:
     """`result` written as a spectop without kept verdicts wrote it (no verdict field)."""
-    document = json.loads(result.model_dump_json())
-    del document["verdict"]
-    folder = bursts_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"burst-{result.started_at:%Y%m%d-%H%M%S-%f}.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
+    bursts_dir().mkdir(parents=True, exist_ok=True)
+    path = bursts_dir() / f"burst-{result.started_at:%Y%m%d-%H%M%S-%f}.json"
+    path.write_text(result.model_dump_json(exclude={"verdict"}), encoding="utf-8")
 
 
 async def test_an_older_file_opens_with_its_verdict_and_the_history_refits_when_resized() -> None:
-    """What each row says at 80 and 200 columns is the history snapshots'."""
     _keep_as_older_spectop(mtp_burst())
     far = [recorded_arm("a", FAR, 1, 0.010, None)]
     save_burst(recorded_burst(far, started_at=datetime(2026, 11, 30, 3, 0, tzinfo=UTC)))
@@ -393,9 +377,6 @@ async def test_more_bursts_than_rows_still_fit_beside_the_scroll_bar() -> None:
         assert table.virtual_size.height > table.scrollable_content_region.height  # it scrolls down
         assert table.virtual_size.width <= table.scrollable_content_region.width  # and not sideways
         assert _cells(screen, 0)[1].endswith(":8443") and _cells(screen, 0)[3].startswith("B ")
-
-
-# --- nothing from a kept burst file or a server error reaches the terminal raw
 
 
 def _hostile_url(burst: BurstResult) -> BurstResult:

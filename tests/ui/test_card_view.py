@@ -74,9 +74,6 @@ def test_lines_fit_the_width_and_unknowns_are_dashes_never_old_figures() -> None
     assert "500" not in "\n".join(line.plain for line in compact_lines(down, 76))
 
 
-# --- why a figure is what it is: bounds, restarts, short windows, finished requests -------------------
-
-
 def _qualified_figures() -> Figures:
     return Figures(
         generation_tokens_per_s=120.0, ttft_mean_s=0.0065, ttft_p50_s=0.05, ttft_p95_s=0.095,
@@ -124,9 +121,6 @@ def test_the_badge_line_says_what_qualifies_an_up_reading(
     if note is not None:
         reading.figures.notes = {"acceptance_rate": note}
     assert shown in badge_line(CardData(name="a", reading=reading, now=1.0), 80).plain
-
-
-# --- down for how long and where, "scraped … ago", badges at 80 columns, model names ---------------------
 
 
 def _history(spells: list[tuple[float, bool]]) -> EndpointSeries:
@@ -261,9 +255,6 @@ async def test_long_model_names_keep_their_tail_or_the_part_that_differs_and_the
         title = str(app.query_one(EndpointCard).border_title)
         assert title.startswith("mtp-on · vllm · …") and title.endswith("FP8-dynamic-quantized")
         assert len(title) <= 76
-
-
-# --- the detail's charts on a card that has the room; per position that fits; labels ---------------------
 
 
 def _positions(line: str) -> list[str]:

@@ -1,5 +1,4 @@
-"""Detail charts with axes: the y range at the left, a time axis under them, and markers
-for restarts and config changes at the time they happened. Pure drawing functions, no app; then the app."""
+"""Detail charts with axes: y range, time axis, restart and config markers; drawing alone, then the app."""
 
 from __future__ import annotations
 
@@ -132,9 +131,6 @@ def test_axis_ticks_fit_and_no_two_read_the_same_at_any_width() -> None:
             assert len(labels) == len(set(labels)), (width, span, labels)
             # the window's start and at least one tick, where there is room
             assert len(labels) >= 2 or width < 60, (width, span, labels)
-
-
-# --- sparklines and charts that do not lie: zero at the bottom, noise as a ripple
 
 
 BOTTOM, TOP = SPARK_CHARS[0], SPARK_CHARS[-1]

@@ -142,9 +142,6 @@ def test_a_demo_sim_keeps_its_control_changes_across_every_restart() -> None:
         assert drafted > 0 and accepted == 0
 
 
-# --- the next demo removes the folders of demos that were killed, and only those
-
-
 def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()

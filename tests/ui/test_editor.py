@@ -266,9 +266,6 @@ def _texts(screen: object) -> str:
     return "\n".join(str(static.render()) for static in screen.query(Static))  # type: ignore[attr-defined]
 
 
-# --- field help: the whole description on screen (wrapped, never cut), the range said once
-
-
 # A range in words or brackets inside a description says it a second time (the row adds `range_text`).
 _RANGE_IN_WORDS = re.compile(r"\d\.\.\d|\bin [\[(]|[\[(]\d[^)\]]*, *\d[^)\]]*[\])]|\(> ?\d")
 _CUT = re.compile(r"(?:'s|\b(?:the|a|an|of|to|in|and|or|its|their))$")
@@ -307,9 +304,6 @@ async def test_every_help_line_is_shown_whole_at_80_columns(tmp_path: Path, samp
             field = row.query_one("#value")
             if isinstance(field, Input) and row.spec.range_text:  # an unset field: its range once, below
                 assert row.spec.range_text not in field.placeholder, row.spec.key
-
-
-# --- focus moves as in any terminal form (↑↓, scrolled into view, `▶`, named in the status line)
 
 
 def focused_row(screen: EditorScreen) -> ConfigFieldRow | None:

@@ -232,9 +232,6 @@ async def test_a_screen_that_uses_ctrl_c_keeps_it() -> None:
         await wait_for_exit(pilot)
 
 
-# --- opening a JSON file in the editor does not crash (tree-sitter's JSON queries)
-
-
 _SCRIPT = textwrap.dedent(
     """
     import asyncio, sys

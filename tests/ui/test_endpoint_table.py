@@ -1,5 +1,4 @@
-"""Room on the dashboard: a grid of cards from 120 columns, and the table view (sortable, updated cell by
-cell) when the cards do not fit or on `v`."""
+"""Room on the dashboard: a grid of cards from 120 columns, else the table view (also on `v`)."""
 
 from __future__ import annotations
 
@@ -226,9 +225,6 @@ async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
             assert shown is not None, f"no row shows port {port}:\n" + "\n".join(lines)
             assert shown == name or (shown.startswith("…") and name.endswith(shown[1:])), shown
         assert not cut_figures(app)
-
-
-# --- the table view's columns are the user's: chosen, ordered, sorted only by visible ones
 
 
 def _app() -> SpectopApp:

@@ -1,7 +1,4 @@
-"""The dashboard's first frame with figures imports only what it draws: in a fresh interpreter, once a real
-local server's figures show, no module of other screens and modes is imported, no TLS context made for
-http://, no header read as markup; the guard's modules come later, in a thread.
-"""
+"""The dashboard's first frame with figures imports only what it draws, and marks lifetime figures."""
 
 from __future__ import annotations
 
@@ -81,9 +78,6 @@ def test_the_first_frame_with_figures_imports_only_what_it_draws(tmp_path: Path)
     assert lines["imported"] == "", f"imported before the first frame with figures: {lines['imported']}"
     assert lines["tls made"] == "False"  # the CA bundle is loaded for https:// endpoints only
     assert lines["guard"] == ",".join(NOT_BEFORE_THE_FIRST_FRAME[:3])  # then made, off the event loop
-
-
-# --- the first frame shows what the server already knows, marked, until two scrapes exist
 
 
 LIFETIME_ACCEPTANCE = f"70%{LIFETIME_MARK}"  # 1,430,743 / 2,041,330 accepted since the server started

@@ -1,5 +1,4 @@
-"""One figure vocabulary: the same Figures read the same on the card, the detail table, the detail chart
-and in `spectop snapshot`'s table."""
+"""One figure vocabulary: the same Figures read the same on every screen and in `spectop snapshot`."""
 
 from __future__ import annotations
 
@@ -151,9 +150,6 @@ def test_per_position_acceptance_reads_as_percent_everywhere() -> None:
     ):
         assert "80%" in text and "60%" in text and ".80" not in text
     assert "80% 60%" in _snapshot()
-
-
-# --- one rule wherever a quantile appears: inside the first bucket it reads as the bound
 
 
 FIRST_BUCKET_NOTE = "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated"

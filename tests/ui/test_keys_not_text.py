@@ -1,5 +1,4 @@
-"""A letter is a command unless the user chose to type (enter, i or a digit; esc cancels), on the editor,
-burst and tune forms, whatever the speed the keys come at."""
+"""A letter is a command unless the user chose to type (enter, i or a digit; esc cancels)."""
 
 from __future__ import annotations
 
@@ -81,9 +80,6 @@ async def test_q_in_the_raw_view_quits_and_types_nothing(config_toml: Path) -> N
         assert raw.text == before
 
 
-# --- a digit in command mode starts a new value, as in a spreadsheet cell
-
-
 TUNE_SIZE = (120, 36)
 
 
@@ -143,9 +139,6 @@ async def test_a_digit_bound_on_the_screen_stays_a_command() -> None:
         await pilot.press("1", "2")
         assert app.ones == 1  # "1" is the command
         assert field.value == "2" and field.editing  # "2" is no key here: a new value
-
-
-# --- in edit mode esc cancels: the text from before the edit, nothing applied
 
 
 TP = ("model", "tensor_parallel_size")

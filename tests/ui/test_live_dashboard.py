@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from scripted_source import ScriptedSourceBase
+from test_advice_dashboard import ScriptedSourceBase
 from textual.widgets import Static
 from ui_waiting import Replayed, polling_fast, spectop, wait_for, wait_until_tailed
 
@@ -181,9 +181,6 @@ async def test_a_traceback_that_ends_the_log_raises_its_alert(tmp_path: Path) ->
         assert any(len(entry.line) == len(long_line) for entry in app.log_entries("e"))
 
 
-# --- what spectop assumed about the settings is said in the dashboard
-
-
 async def test_the_dashboard_says_http_was_added_to_a_url_without_scheme(tmp_path: Path) -> None:
     path = tmp_path / "spectop.toml"
     settings = parse_settings('poll_interval_s = 60\n[[endpoints]]\nname = "a"\nurl = "127.0.0.1:9"\n', path)
@@ -195,9 +192,6 @@ async def test_the_dashboard_says_http_was_added_to_a_url_without_scheme(tmp_pat
             return any("using http://127.0.0.1:9" in note.message for note in app._notifications)
 
         await wait_for(pilot, said)
-
-
-# --- a log line the parser could not read is counted per endpoint
 
 
 BROKEN = "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 0.50000 (   5 accepted /    10 generated)"
@@ -220,9 +214,6 @@ async def test_the_board_counts_the_log_lines_the_parser_could_not_read(
             file.write(f"{BROKEN}\nan ordinary line\n{BROKEN}\n")
         await wait_for(pilot, lambda: app.board.log_failed_lines.get("x") == 2)
         await wait_for(pilot, lambda: len(app.board.log_entries("x")) >= before + 3)  # shown, as plain lines
-
-
-# --- an endpoint's first reading is drawn at once; later ones are batched
 
 
 URL = "http://127.0.0.1:8000"
@@ -269,9 +260,6 @@ async def test_the_first_reading_skips_the_batching_and_the_next_one_waits(
         await wait_for(pilot, lambda: source.sent == 2 and app.readings["a"].figures.running == 7.0)
         await pilot.pause()
         assert card.data.figures.running == 3.0  # batched: drawn after BATCH_DELAY_S
-
-
-# --- no endpoint configured: how to give one, and `spectop demo`
 
 
 async def test_the_empty_dashboard_mentions_the_demo_at_80_columns() -> None:

@@ -72,9 +72,6 @@ async def test_stats_readable_at_80_columns_access_lines_hide_lines_rewrap_and_f
         assert any(segment.style and segment.style.bold for segment in error_line if "CUDA" in segment.text)
 
 
-# --- the log pane's core: prefixes cut to HH:MM:SS, access lines told apart, figures found
-
-
 SAMPLES = Path(__file__).parents[1] / "telemetry" / "log_samples"
 
 LLAMA_TIMING = (  # llama.cpp's print_timing line after its prefix

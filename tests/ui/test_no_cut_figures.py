@@ -1,7 +1,4 @@
-"""A figure is shown whole or not at all, on every screen, at 80x24, 120x36 and 200x50; so are words, footer
-keys and titles (shortened by whole words or items, never cut mid-word). Every screen is drawn from
-deterministic data chosen to sit on the edges (histogram bounds, busy GPUs, units that round up).
-"""
+"""A figure, word, footer key or title is shown whole or not at all, on every screen and size."""
 
 from __future__ import annotations
 
@@ -13,9 +10,8 @@ from typing import Any
 
 import pytest
 from bench_fixtures import BenchTestApp, text_of, until
-from cut_figures import cut_figures
+from cut_figures import OneScreenApp, cut_figures
 from recording_factory import write_recording
-from terminal_bytes import OneScreenApp
 from test_editor import field_input, type_into
 from test_format import FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE, bounded_recording
 from test_log_viewer import opened, viewer, write_log

@@ -1,5 +1,4 @@
-"""Save & restart in the config editor: the card says "restarting", and "endpoint down" is raised only if the
-restart fails. Against a real `spectop sim` process restarted by SIGHUP."""
+"""Save & restart against a real sim: "restarting" on the card, "down" only if the restart fails."""
 
 from __future__ import annotations
 

@@ -63,8 +63,6 @@ def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., Spec
     assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=gpu_rows)
 
 
-# --- every screen at 80x24, 120x36 and 200x50 -------------------------------------------------------------
-
 each_size = pytest.mark.parametrize(
     "size", [(80, 24), (120, 36), (200, 50)], ids=lambda size: f"{size[0]}x{size[1]}"
 )

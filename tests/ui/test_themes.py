@@ -58,9 +58,6 @@ def test_choice_is_remembered_under_xdg_config_home(tmp_path: Path, monkeypatch:
     assert remembered_theme() is None  # a broken state file is not fatal
 
 
-# --- NO_COLOR: no colour codes at all, focus visible without colour, switches say on / off
-
-
 def coloured(strips: list[Strip]) -> list[str]:
     """Every segment whose style carries a colour (anything but the terminal's default)."""
     return [
@@ -125,9 +122,6 @@ async def test_switches_say_on_and_off_and_placeholders_are_italic(
             assert segments and all(
                 segment.style is not None and segment.style.italic for segment in segments
             )
-
-
-# --- card styles resolve their theme variables as Textual's CSS draws them
 
 
 THEMES = load_themes([themes_dir()]).themes

@@ -1,5 +1,4 @@
-"""The one way tests wait: on a condition, in small pauses of the app, never on a fixed time (`timeout_s`
-is a hang guard, never an assertion about speed); and keys sent as a terminal sends them."""
+"""The one way tests wait: on a condition, never a fixed time (`timeout_s` is a hang guard)."""
 
 from __future__ import annotations
 
