@@ -28,7 +28,7 @@ from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
-from ui_waiting import press_into, spectop, wait_for
+from ui_waiting import press_into, press_then_pause, spectop, wait_for
 
 from tests.bench.timed_server import Behaviour, TimedServer
 from tests.untrusted import HOSTILE, hostile_burst
@@ -234,10 +234,7 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
             assert "space on/off · each prompt once per arm" in text_of(screen, "#status")
             await pilot.press("tab", "space")  # on to flush
             assert flush.has_focus and (prime.value, flush.value) == (True, True)
-            assert (str(prime.render()), str(flush.render())) == (
-                "prime on ",
-                "flush on ",
-            )  # words, not colour
+            assert (str(prime.render()), str(flush.render())) == ("prime on ", "flush on ")  # not colour
             screen.query_one("#api-select", Select).focus()
             await pilot.press("enter", "down", "enter")  # chat -> completions
             assert screen.query_one("#api-select", Select).value == "completions"
@@ -276,13 +273,11 @@ async def test_in_the_app_under_no_color_the_footer_keeps_the_keys_in_sight_togg
         palette = keys["^p"]
         for shown in ("esc", "^r", "h", "e", "j/c/m", "q", "?"):
             assert shown in keys and keys[shown].width > 0 and keys[shown].right <= palette.x, shown
-        await pilot.press("b")  # the app's key: a second burst screen on top of this one
-        await pilot.pause()
+        await press_then_pause(pilot, "b")  # the app's key: a second burst screen on top of this one
         assert pilot.app.screen is screen and "this is the burst screen" in text_of(screen, "#status")
         prime = screen.query_one("#prime-cache", OnOff)
         prime.focus()
-        await pilot.press("space")
-        await pilot.pause()
+        await press_then_pause(pilot, "space")
         strips = screen._compositor.render_strips()
         row = strips[prime.region.y]
         assert "prime on " in row.text and "flush off" in row.text
@@ -354,8 +349,7 @@ async def test_an_older_file_opens_with_its_verdict_and_the_history_refits_when_
     async with bench_on([MTP_OFF], size=(200, 24)) as (pilot, screen):
         table = screen.query_one("#history-table", DataTable)
         await until(pilot, lambda: table.row_count == 2)
-        await pilot.press("h")
-        await pilot.pause()
+        await press_then_pause(pilot, "h")
         assert _cells(screen, 0)[1] == FAR.url
         await pilot.resize_terminal(80, 24)
         await until(pilot, lambda: _cells(screen, 0)[1] != FAR.url)
@@ -372,8 +366,7 @@ async def test_more_bursts_than_rows_still_fit_beside_the_scroll_bar() -> None:
     async with bench_on([MTP_OFF]) as (pilot, screen):
         table = screen.query_one("#history-table", DataTable)
         await until(pilot, lambda: table.row_count == 20)
-        await pilot.press("h")
-        await pilot.pause()
+        await press_then_pause(pilot, "h")
         assert table.virtual_size.height > table.scrollable_content_region.height  # it scrolls down
         assert table.virtual_size.width <= table.scrollable_content_region.width  # and not sideways
         assert _cells(screen, 0)[1].endswith(":8443") and _cells(screen, 0)[3].startswith("B ")

@@ -12,7 +12,15 @@ import pytest
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Log, OptionList, Select, Static, TabbedContent, TextArea
-from ui_waiting import editing, opened_editor, press_at_once, press_into, wait_for, wait_for_screen
+from ui_waiting import (
+    editing,
+    opened_editor,
+    press_at_once,
+    press_into,
+    press_then_pause,
+    wait_for,
+    wait_for_screen,
+)
 
 from tui.configs.document import dotted
 from tui.configs.schemas import SCHEMAS, field_specs
@@ -42,7 +50,6 @@ async def type_into(pilot: Pilot, widget: Input, text: str, *, enter: bool = Tru
 
 
 async def save_to_the_diff(pilot: Pilot) -> DiffDialog:
-    """ctrl+s: the diff dialog of the changes."""
     await pilot.press("ctrl+s")
     await wait_for_screen(pilot, DiffDialog)
     assert isinstance(pilot.app.screen, DiffDialog)
@@ -93,8 +100,7 @@ async def test_edit_a_field_see_the_diff_save_see_the_file_and_never_overwrite_a
             assert config_toml.read_text() == external or answer == "o"
         await wait_for(pilot, lambda: "max_num_seqs = 16" in config_toml.read_text(), "the overwrite")
         await wait_for(pilot, lambda: not screen.has_unsaved_changes(), "saved")
-        await pilot.press("escape")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")
         assert not isinstance(pilot.app.screen, ConfirmDialog)
 
 
@@ -111,13 +117,11 @@ async def test_undo_reverts_the_last_field_change_and_an_invalid_value_is_shown_
         await type_into(pilot, field_input(screen, "model", "tensor_parallel_size"), "2")
         assert screen.document is not None
         assert screen.document.get(("model", "tensor_parallel_size")) == 2
-        await pilot.press("ctrl+z")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+z")
         assert screen.document.get(("model", "tensor_parallel_size")) == 8
         assert screen.document.get(("speculative", "num_speculative_tokens")) == 4
         assert field_input(screen, "model", "tensor_parallel_size").value == "8"
-        await pilot.press("ctrl+z")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+z")
         assert screen.document.text == before
         assert screen.query_one("#raw", TextArea).text == before
         gpu = field_input(screen, "model", "gpu_memory_utilization")
@@ -128,8 +132,7 @@ async def test_undo_reverts_the_last_field_change_and_an_invalid_value_is_shown_
         assert screen.document.text == before
         await pilot.press("enter")  # an invalid value is not applied
         assert screen.document.text == before
-        await pilot.press("ctrl+s")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+s")
         assert not isinstance(pilot.app.screen, DiffDialog)
         assert "cannot save: model.gpu_memory_utilization" in status_text(screen)
         assert pilot.app.focused is gpu
@@ -149,8 +152,7 @@ async def test_select_and_switch_fields_and_undo_of_a_removed_key(tmp_path: Path
         select.value = Select.NULL  # "(not set)" removes the key
         await pilot.pause()
         assert screen.document is not None and not screen.document.has(("speculative_algorithm",))
-        await pilot.press("ctrl+z")  # undo puts it back in place
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+z")  # undo puts it back in place
         assert screen.document.text == before
         assert select.value == "EAGLE"
         select.value = "NEXTN"
@@ -174,8 +176,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
         raw = screen.query_one("#raw", TextArea)
         assert raw.cursor_location[0] == 4  # line 5, 0-based
         assert raw.cursor_location[1] == screen.syntax_error.column - 1
-        await pilot.press("ctrl+s")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+s")
         assert not isinstance(pilot.app.screen, DiffDialog)
         assert "cannot save" in str(screen.query_one("#editor-status", Static).render())
         assert broken.read_bytes() == before
@@ -197,8 +198,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
         raw.move_cursor((1, 0))
         await pilot.press("i", *"= [")
         await wait_for(pilot, lambda: screen.document is None, "the syntax error")
-        await pilot.press("f2", "ctrl+s")
-        await pilot.pause()
+        await press_then_pause(pilot, "f2", "ctrl+s")
         assert not isinstance(pilot.app.screen, DiffDialog)
         assert screen.query_one(TabbedContent).active == "raw-pane"
         assert screen.syntax_error is not None and raw.cursor_location[0] == screen.syntax_error.line - 1
@@ -216,8 +216,7 @@ async def test_lint_and_launch_views(tmp_path: Path) -> None:
         lint_list = screen.query_one("#lint-list", OptionList)
         assert lint_list.highlighted == 0  # f4 highlights the first finding: enter jumps to its line at once
         lint_list.highlighted = removed
-        await pilot.press("enter")
-        await pilot.pause()
+        await press_then_pause(pilot, "enter")
         assert screen.query_one(TabbedContent).active == "raw-pane"
         assert screen.query_one("#raw", TextArea).cursor_location[0] == screen.findings[removed].line - 1
         await pilot.press("f5")
@@ -280,12 +279,6 @@ def test_descriptions_do_not_repeat_the_range_nor_stop_mid_phrase(kind: str) -> 
         assert not _CUT.search(spec.help.strip()), (spec.key, spec.help)
 
 
-def test_ranges_read_without_float_noise() -> None:
-    ranges = {spec.key: spec.range_text for spec in field_specs("vllm_toml")}
-    assert ranges["speculative.num_speculative_tokens"] == "[1, 16]"
-    assert ranges["model.gpu_memory_utilization"] == "(0, 1]"
-
-
 @pytest.mark.parametrize("sample", ["config.toml", "sglang_settings.json", "client_settings.json"])
 async def test_every_help_line_is_shown_whole_at_80_columns(tmp_path: Path, sample: str) -> None:
     target = tmp_path / sample
@@ -333,8 +326,7 @@ async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml
 async def test_the_focused_field_is_marked_named_and_in_view_the_help_says_how_focus_moves_and_pages_move_it(
     config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first field is focused on opening: its hint does not replace what was opened (as the user and
-    the snapshots see it); focusing another field marks it, names it and scrolls it into view."""
+    """On opening, the first field's hint does not replace what was opened (as the snapshots show)."""
     monkeypatch.setenv("NO_COLOR", "1")  # the mark is a shape, not a colour
     async with editing(config_toml) as (pilot, screen):
         form = screen.query_one("#form-fields", VerticalScroll)

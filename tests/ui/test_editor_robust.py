@@ -11,7 +11,15 @@ from typing import ClassVar
 
 import pytest
 from textual.widgets import Input, Static, TextArea
-from ui_waiting import editing, opened_editor, spectop, wait_for, wait_for_exit, wait_for_screen
+from ui_waiting import (
+    editing,
+    opened_editor,
+    press_then_pause,
+    spectop,
+    wait_for,
+    wait_for_exit,
+    wait_for_screen,
+)
 
 from tests.telemetry.metrics_test_server import closed_port
 from tui.paths import sample_configs_dir
@@ -223,8 +231,7 @@ async def test_a_screen_that_uses_ctrl_c_keeps_it() -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = Cancellable()
         await app.push_screen(screen)
-        await pilot.press("ctrl+c")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+c")
         assert screen.cancelled == 1 and app.is_running
         app.pop_screen()
         await pilot.pause()

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from recording_factory import write_recording
-from ui_waiting import Replayed, press_into
+from ui_waiting import Replayed, press_into, press_then_pause
 
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text, table_rows
@@ -193,13 +193,11 @@ async def test_every_screen_says_the_bound(tmp_path: Path, replayed: Replayed) -
         assert "TTFT p95 > 10 s" in cards["mtp-off"]
         assert "95 ms" not in cards["mtp-on"] and "50 ms" not in cards["mtp-on"]
         assert "gaps: < 100 ms not plotted" in cards["mtp-on"]  # the card's TTFT chart
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         table = app.screen.query_one(EndpointTable)
         cells = {key: [cell.plain.strip() for cell in table.get_row(key)] for key in ("mtp-on", "mtp-off")}
         assert "< 100 ms" in cells["mtp-on"] and "> 10 s" in cells["mtp-off"]
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         figures = app.screen.query_one(FigureTable).render().plain

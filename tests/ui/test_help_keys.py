@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
-from ui_waiting import Replayed, press_into, wait_for, wait_for_dashboard
+from ui_waiting import Replayed, press_into, press_then_pause, wait_for, wait_for_dashboard
 
 from tui.advice.guard_control import GuardOffer
 from tui.screens.alerts import AlertsScreen
@@ -148,8 +148,7 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
         await wait_for_dashboard(pilot)
         await check_screen(pilot, "dashboard", seen, fits=True)
         assert _in_sight(app, "⏎", "/", "e", "q", "?", "b")
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         await check_screen(pilot, "dashboard table", seen)
         await pilot.press("v", "enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailScreen")
@@ -166,8 +165,7 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
         await pilot.press("e")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded)  # type: ignore[attr-defined]
         for tab in ("f2", "f3", "f4", "f5"):
-            await pilot.press(tab)
-            await pilot.pause()
+            await press_then_pause(pilot, tab)
             listed = await check_screen(pilot, f"editor {tab}", seen, fits=tab == "f2")
             assert {"f4", "f5", "^s", "^r"} <= listed
             assert _in_sight(app, "f4", "f5")  # with ^r save & restart
@@ -175,8 +173,7 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
         await pilot.press("b")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "BenchScreen")
         assert "^r" in await check_screen(pilot, "bench", seen, fits=True)  # start a burst
-        await pilot.press("h")
-        await pilot.pause()
+        await press_then_pause(pilot, "h")
         await check_screen(pilot, "bench history", seen)
         await press_into(pilot, DashboardScreen, "escape")
         await pilot.press("T")

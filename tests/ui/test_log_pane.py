@@ -47,6 +47,7 @@ async def test_stats_readable_at_80_columns_access_lines_hide_lines_rewrap_and_f
         assert "2 access lines hidden" in str(pane.border_subtitle)
 
         await pilot.press("h")
+
         await pilot.pause()
         assert _text(pane).count('"GET /metrics HTTP/1.1" 200') == 2
 

@@ -16,7 +16,7 @@ from test_editor import field_input, type_into
 from test_format import FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE, bounded_recording
 from test_log_viewer import opened, viewer, write_log
 from textual.app import App
-from ui_waiting import editing, press_into, wait_for
+from ui_waiting import editing, press_into, press_then_pause, wait_for
 
 from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings
 from tui.bench.results import BurstResult
@@ -83,27 +83,21 @@ async def test_dashboard_cards_table_detail_alerts_and_help(
         messages = tuple(alert.message for alert in app.board.alerts.all_alerts())
         assert messages
         assert_whole(app, words_whole=messages)  # a card's alert message in whole words
-        await pilot.press("v")  # the table view
-        await pilot.pause()
+        await press_then_pause(pilot, "v")  # the table view
         assert_whole(app)
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         notes = tuple(f"TTFT p95: {note}" for note in (FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE))
         assert_whole(app, whole_or_absent=notes)
-        await pilot.press("escape")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")
         await press_into(pilot, AlertsScreen, "a")
         await pilot.pause()
         assert_whole(app, messages)
-        await pilot.press("escape")
-        await pilot.pause()
-        await pilot.press("question_mark")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")
+        await press_then_pause(pilot, "question_mark")
         assert_whole(app)
-        await pilot.press("escape")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")
         await press_into(pilot, GpuScreen, "g")  # one row per GPU
         await pilot.pause()
         assert_whole(app)
@@ -222,8 +216,7 @@ async def test_log_viewer_status_line(tmp_path: Path, size: tuple[int, int]) -> 
     app = viewer(write_log(tmp_path / "server.log", lines=3000))
     async with app.run_test(size=size) as pilot:
         await opened(pilot, app)
-        await pilot.press("slash", *"needle", "enter")
-        await pilot.pause()
+        await press_then_pause(pilot, "slash", *"needle", "enter")
         assert_whole(app)
 
 

@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.strip import Strip
 from textual.widgets import Label, Static, Switch
-from ui_waiting import Replayed, editing
+from ui_waiting import Replayed, editing, press_then_pause
 
 from tui.paths import themes_dir
 from tui.state import remember_theme, remembered_theme, state_path
@@ -93,8 +93,7 @@ async def test_dashboard_and_detail_are_colourless_exactly_under_no_color(
         top_left = _screen_strips(app)[card.region.y].text[card.region.x]
         assert (top_left == "┏") is no_color  # under NO_COLOR focus is a heavy border, not a shade of grey
         if no_color:
-            await pilot.press("enter")
-            await pilot.pause()
+            await press_then_pause(pilot, "enter")
             assert coloured(_screen_strips(app)) == []
 
 
@@ -111,8 +110,7 @@ async def test_switches_say_on_and_off_and_placeholders_are_italic(
         assert str(unset.query_one("#unset", Label).render()).strip() == "off (not set)"
         switch = row.query_one(Switch)
         switch.focus()
-        await pilot.press("space")
-        await pilot.pause()
+        await press_then_pause(pilot, "space")
         assert str(state.render()).strip() == "off"
         if no_color:
             assert coloured(_screen_strips(pilot.app)) == []

@@ -145,6 +145,12 @@ async def press_at_once(pilot: Pilot[Any], *keys: str) -> None:
     await pilot.pause()
 
 
+async def press_then_pause(pilot: Pilot[Any], *keys: str) -> None:
+    """Press `keys`, then let the app go idle and redraw (what the keys started is drawn)."""
+    await pilot.press(*keys)
+    await pilot.pause()
+
+
 async def press_into(pilot: Pilot[Any], kind: type, *keys: str) -> None:
     """Press `keys`, then wait for the screen `kind`."""
     await pilot.press(*keys)
