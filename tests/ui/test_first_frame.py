@@ -15,7 +15,6 @@ from tests.telemetry.metrics_test_server import Reply, ReplyServer, sample_body
 from tui.format import LIFETIME_CAVEAT, LIFETIME_LEGEND, LIFETIME_MARK
 from tui.screens.help import HelpScreen
 from tui.settings import EndpointSettings
-from tui.ui.app import SpectopApp
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import EndpointTable
 
@@ -83,18 +82,14 @@ def test_the_first_frame_with_figures_imports_only_what_it_draws(tmp_path: Path)
 LIFETIME_ACCEPTANCE = f"70%{LIFETIME_MARK}"  # 1,430,743 / 2,041,330 accepted since the server started
 
 
-def _app(url: str) -> SpectopApp:
-    # One scrape at the start; the next only when the test asks (`poll_due`).
-    return spectop(EndpointSettings(name="mimo", url=url, backend="vllm"), poll_interval_s=3600.0)
-
-
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
 async def test_first_frame_shows_lifetime_figures_until_the_second_scrape_and_the_help_says_so(
     tmp_path: Path, size: tuple[int, int]
 ) -> None:
     replies = [Reply(sample_body("vllm", "metrics_t0.txt"))]
     async with ReplyServer(replies) as server:
-        app = _app(server.url)
+        # one scrape at the start; the next only when the test asks (`poll_due`)
+        app = spectop(EndpointSettings(name="mimo", url=server.url, backend="vllm"), poll_interval_s=3600.0)
         async with app.run_test(size=size) as pilot:
             await wait_for(pilot, lambda: app.screen.query_one(EndpointCard).data.reading is not None)
             await pilot.pause()

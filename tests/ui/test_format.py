@@ -83,8 +83,6 @@ def _burst() -> BurstResult:
 
 
 def test_acceptance_ttft_and_mean_length_read_the_same_everywhere() -> None:
-    """The cards, the detail table and chart, `spectop snapshot`, the bench report (table and text) and the
-    fleet snapshot table give one figure one text."""
     data = _card()
     compact = "\n".join(line.plain for line in compact_lines(data, 76))
     roomy = "\n".join(line.plain for line in roomy_lines(data, 116))
@@ -217,9 +215,8 @@ def test_a_series_keeps_bounds_as_gaps_and_a_chart_of_only_bounds_says_why() -> 
     )  # "~200 ms": a value
     times, values = series.window("ttft_p50_s", 0.0)
     assert values == [None, None, None, None, 0.2]
-    assert (
-        series.bound_since("ttft_p50_s", 0.0) == (0.0, 0.1) and series.bound_since("ttft_p50_s", 4.0) is None
-    )
+    assert series.bound_since("ttft_p50_s", 0.0) == (0.0, 0.1)
+    assert series.bound_since("ttft_p50_s", 4.0) is None
     lines = chart_lines(TTFT_CHART, times[:4], values[:4], 0.0, 4.0, 60, 3, bound=(0.0, 0.1))
     assert "– < 100 ms: a bucket bound, not plotted" in lines[-1].plain
     beyond = chart_lines(TTFT_CHART, times[:4], values[:4], 0.0, 4.0, 60, 3, bound=(10.0, None))

@@ -132,13 +132,9 @@ async def test_a_broken_recording_line_is_reported_not_fatal(tmp_path: Path, rep
 def test_replaying_a_file_that_is_not_a_recording_exits_2_before_any_screen(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('[model]\nname = "x"\n', encoding="utf-8")
+    command, env = [sys.executable, "-m", "tui", "replay", str(config)], {**os.environ, "TERM": "dumb"}
     done = subprocess.run(
-        [sys.executable, "-m", "tui", "replay", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "TERM": "dumb"},
+        command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=env
     )
     assert done.returncode == 2
     assert done.stderr.startswith(f"spectop replay: {config} is not a spectop recording (line 1: not JSON")

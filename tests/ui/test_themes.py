@@ -73,18 +73,17 @@ def _screen_strips(app: App[Any]) -> list[Strip]:
     return app.screen._compositor.render_strips()
 
 
-def _set_no_color(monkeypatch: pytest.MonkeyPatch, no_color: bool) -> None:
-    if no_color:
+@pytest.fixture(params=[True, False], ids=["NO_COLOR", "colour"])
+def no_color(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    if request.param:
         monkeypatch.setenv("NO_COLOR", "1")
-    else:
-        monkeypatch.delenv("NO_COLOR", raising=False)
+    return bool(request.param)
 
 
-@pytest.mark.parametrize("no_color", [True, False])
 async def test_dashboard_and_detail_are_colourless_exactly_under_no_color(
-    monkeypatch: pytest.MonkeyPatch, replayed: Replayed, no_color: bool
+    replayed: Replayed, no_color: bool
 ) -> None:
-    _set_no_color(monkeypatch, no_color)
     async with replayed() as (pilot, app):
         await pilot.pause()
         assert (coloured(_screen_strips(app)) == []) is no_color
@@ -97,11 +96,7 @@ async def test_dashboard_and_detail_are_colourless_exactly_under_no_color(
             assert coloured(_screen_strips(app)) == []
 
 
-@pytest.mark.parametrize("no_color", [True, False])
-async def test_switches_say_on_and_off_and_placeholders_are_italic(
-    config_toml: Path, monkeypatch: pytest.MonkeyPatch, no_color: bool
-) -> None:
-    _set_no_color(monkeypatch, no_color)
+async def test_switches_say_on_and_off_and_placeholders_are_italic(config_toml: Path, no_color: bool) -> None:
     async with editing(config_toml) as (pilot, screen):
         row = screen.query_one("#field-speculative--enabled", ConfigFieldRow)
         state = row.query_one("#unset", Label)
