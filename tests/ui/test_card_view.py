@@ -9,7 +9,7 @@ from typing import get_args
 
 import pytest
 from cut_figures import cut_words
-from textual.app import App, ComposeResult
+from textual.app import App
 from ui_waiting import Replayed, card_texts, wait_for
 
 from tui.advice.advisor import Advice
@@ -212,15 +212,6 @@ def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None
     assert " ".join(part.strip() for part in advice_lines(advice, 78, 2)) == f"{line} ({advice.basis})"
 
 
-class CardApp(App[None]):
-    def __init__(self, data: CardData) -> None:
-        super().__init__()
-        self.data = data
-
-    def compose(self) -> ComposeResult:
-        yield EndpointCard(self.data)
-
-
 async def test_long_model_names_keep_their_tail_or_the_part_that_differs_and_the_card_title_is_cut_left() -> (
     None
 ):
@@ -234,8 +225,11 @@ async def test_long_model_names_keep_their_tail_or_the_part_that_differs_and_the
     assert short_model(seventy, 12) == "…FP8-dynamic"
     assert len(short_model("x" * 50, 1)) == 1
     model = "/models/huggingface/hub/deepseek-ai/DeepSeek-V3-0324-FP8-dynamic-quantized"
-    app = CardApp(CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0))
+    app: App[None] = App()
     async with app.run_test(size=(80, 8)) as pilot:
+        await app.mount(
+            EndpointCard(CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0))
+        )
         await pilot.pause()
         title = str(app.query_one(EndpointCard).border_title)
         assert title.startswith("mtp-on · vllm · …") and title.endswith("FP8-dynamic-quantized")

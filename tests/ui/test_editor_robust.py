@@ -111,7 +111,6 @@ async def edit_a_field(pilot, screen: EditorScreen, value: str) -> None:  # type
 
 
 async def ask_cancel_ask_answer(pilot, first_key: str, second_key: str, answer: str) -> None:  # type: ignore[no-untyped-def]
-    """Quit with `first_key`, cancel the question, quit with `second_key`, answer `answer`; the app ends."""
     await press_into(pilot, ConfirmDialog, first_key)
     assert "unsaved changes" in pilot.app.screen.question
     await press_into(pilot, EditorScreen, "n")  # cancel: still editing
@@ -175,7 +174,6 @@ def oom_log(tmp_path: Path) -> Path:
 async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
     config_toml: Path, tmp_path: Path
 ) -> None:
-    """The restart's health wait is under a minute and says why it failed (the log's last errors)."""
     assert RestartDialog(["true"], None, None).health_timeout_s <= 60  # never minutes by default
     crash = oom_log(tmp_path)
     log = tmp_path / "endpoint.log"

@@ -63,7 +63,6 @@ def test_rows_sort_with_unknown_figures_last_either_way_and_names_by_their_numbe
 
 
 def test_the_fleet_table_is_the_endpoint_table_extended() -> None:
-    """One table: the fleet's rows are endpoint rows with extras, its figure columns the same columns."""
     assert issubclass(FleetTable, EndpointTable) and issubclass(FleetRow, EndpointRow)
 
     def figures(columns: tuple[Column, ...]) -> list[tuple[object, ...]]:
@@ -82,8 +81,7 @@ def _column_texts(table: EndpointTable, column: str) -> list[str]:
 async def test_table_view_sorts_opens_the_detail_and_shows_the_autopilots_line_of_the_cursors_row(
     replayed: Replayed,
 ) -> None:
-    """A card shows its endpoint's autopilot line; a table row has no room: the line of the row under the
-    cursor shows above the table."""
+    """A table row has no room for the autopilot's line: the cursor row's shows above the table."""
     async with replayed() as (pilot, app):
         await pilot.pause()
         screen = app.screen
@@ -196,8 +194,7 @@ def _table_lines(app: SpectopApp) -> list[str]:
 async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
     size: tuple[int, int], host: str, count: int
 ) -> None:
-    """Two sims on 38531 and 38532 read apart: a name gets the room it needs (`127.0.0.1:38531` whole and a
-    space before the next column), and one too long for the room keeps its port (`…ple.com:38531`)."""
+    """Two sims on 38531 and 38532 read apart: `127.0.0.1:38531` whole, or a long name `…ple.com:38531`."""
     names = [f"{host}:{38531 + index}" for index in range(count)]
     app = spectop(*_nowhere(names))
     async with app.run_test(size=size) as pilot:
@@ -289,8 +286,7 @@ def characters(lines: list[list[Segment]]) -> list[Cells]:
 
 
 def compare_screen(table: EndpointTable) -> int:
-    """Every cell of the rows on the screen, made both ways (cursor and hover as DataTable would draw
-    them); how many were compared. Fails at the first difference."""
+    """How many cells of the rows on the screen were made both ways (cursor and hover too), all equal."""
     compared = 0
     cursor_row = table.cursor_coordinate.row
     for row_index in range(min(table.row_count, table.size.height)):

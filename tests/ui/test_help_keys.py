@@ -84,8 +84,8 @@ def conflicts(screen: Screen[Any]) -> list[str]:
 async def check_screen(
     pilot: Pilot[Any], where: str, seen: dict[str, list[str]], *, fits: bool = False
 ) -> set[str]:
-    """The screen in view: its help (no key with two meanings, nothing cut, every footer key listed, no
-    scrolling), the bindings as Textual merged them, and a footer whose right edge is the palette key."""
+    """Its help (no key with two meanings, nothing cut, every footer key, no scrolling), the bindings as
+    Textual merged them, and a footer whose right edge is the palette key."""
     app = pilot.app
     screen = app.screen
     seen[where] = conflicts(screen)

@@ -72,8 +72,7 @@ each_size = pytest.mark.parametrize(
 def test_dashboard_cards_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
-    """The three cards: compact at 80x24; with the detail's charts (y ranges, time axis) at 120x36 (a grid of
-    two columns) and 200x50 (three)."""
+    """Compact at 80x24; with the detail's charts at 120x36 (a grid of two columns) and 200x50 (three)."""
 
     async def cards(pilot: Pilot[Any]) -> None:
         await _settled(pilot)
@@ -105,7 +104,7 @@ def test_detail_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
     async def open_detail(pilot: Pilot[Any]) -> None:
-        """Enter on the first card (focused after the first refresh, not at once) opens its detail."""
+        # the first card is focused after the first refresh, not at once
         app = pilot.app
         await _settled(pilot)
         first = "mtp-on"

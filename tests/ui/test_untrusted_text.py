@@ -58,7 +58,6 @@ async def server() -> AsyncIterator[ReplyServer]:
 
 
 async def test_card_toast_detail_log_pane_and_alerts(server: ReplyServer, tmp_path: Path) -> None:
-    """One live app, once the hostile model name is on the card and the hostile OOM line raised its alert."""
     log = tmp_path / "server.log"  # appears once the app runs: the tailer then reads it from its start
     endpoint = EndpointSettings(name="x", url=server.url, backend="vllm", log_file=log)
     app = polling_fast(endpoint)
@@ -174,8 +173,7 @@ async def test_tune_apply_diff_of_a_config_with_control_characters(tmp_path: Pat
 
 
 async def test_restart_dialog_output_and_the_logs_last_errors(tmp_path: Path) -> None:
-    """The restart command's output (a `docker restart`, a script tailing the server's log) and the
-    error lines of the endpoint's log, shown when the command failed."""
+    """The command's output (a script tailing the server's log) and the log's errors once it failed."""
     log = tmp_path / "server.log"
     script = tmp_path / "restart.py"
     script.write_text(f"import sys\nprint({HOSTILE!r})\nsys.exit(3)\n", encoding="utf-8")
