@@ -34,14 +34,7 @@ URL = "http://127.0.0.1:8000"
 
 
 class ScriptedSourceBase(Source):
-    """A source for scripted tests: no pause, one status line; the test gives `updates()`."""
-
-    @property
-    def paused(self) -> bool:
-        return False
-
-    def toggle_pause(self) -> None:
-        return None
+    """A source for scripted tests: one status line; the test gives `updates()`."""
 
     def status(self) -> list[str]:
         return ["scripted"]

@@ -95,17 +95,12 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
     async with httpx.AsyncClient() as client:
         for behaviour in (SLOW, FAST):
             with TimedServer(behaviour) as server:
-                config = BurstConfig(
-                    a=ArmTarget("srv", server.base_url, model="m", scrape_metrics=False),
-                    prompt_set=load_prompt_set("mixed"),
-                    requests=5,
-                    warmup=0,
-                )
+                arm = ArmTarget("srv", server.base_url, model="m", scrape_metrics=False)
+                config = BurstConfig(a=arm, prompt_set=load_prompt_set("mixed"), requests=5, warmup=0)
                 save_burst(await run_burst(config, client))
     async with bench_on([]) as (pilot, screen):
         await until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 2)
-        await pilot.press("h")  # history; newest (FAST) first
-        await pilot.press("b", "down", "a")
+        await pilot.press("h", "b", "down", "a")  # the history, newest (FAST) first: B, then A
         assert isinstance(screen.query_one("#a-select", Select).value, PastArm)
         assert isinstance(screen.query_one("#b-select", Select).value, PastArm)
         await pilot.press("ctrl+r")
@@ -147,11 +142,8 @@ async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
             await until(pilot, lambda: screen.summary is not None)
             assert "err 0   retry 3" in text_of(screen, "#live")
             rows = screen.query_one("#results-table", DataTable)
-            assert [rows.get_row_at(i)[:2] for i in range(3)] == [
-                ["requests", "3"],
-                ["errors", "0"],
-                ["retries", "3"],
-            ]
+            expected = [["requests", "3"], ["errors", "0"], ["retries", "3"]]
+            assert [rows.get_row_at(i)[:2] for i in range(3)] == expected
 
 
 async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
@@ -159,9 +151,8 @@ async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
     async with bench_on([gone]) as (pilot, screen):
         await pilot.press("ctrl+r")
         await until(pilot, lambda: "failed" in text_of(screen, "#phase"))
-        assert "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused" in text_of(
-            screen, "#status"
-        )
+        reason = "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused"
+        assert reason in text_of(screen, "#status")
         assert screen.query_one("#results-table", DataTable).row_count == 0
     assert list_bursts() == []
 

@@ -236,15 +236,11 @@ async def test_raw_view_of_a_file_with_control_bytes(tmp_path: Path) -> None:
         await assert_nothing_injected(pilot, raw_view, "]0;PWNED[2J]52;c;aGVsbG8=evil", raw=CONTROLS)
 
 
-async def test_title_status_field_launch_and_lint_views_of_a_hostile_file_name_and_model_name(
-    tmp_path: Path,
-) -> None:
-    config = hostile_config(tmp_path / f"c{HOSTILE}.toml")
+async def test_field_launch_and_lint_views_of_a_hostile_model_name(tmp_path: Path) -> None:
+    config = hostile_config(tmp_path / "config.toml")
     config.write_text(config.read_text() + '[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n')
     async with editing(config, size=(100, 24)) as (pilot, screen):
         assert screen.document is not None
-        await assert_nothing_injected(pilot, screen.query_one("#editor-title"), "evil")
-        await assert_nothing_injected(pilot, screen.query_one("#editor-status"), "evil")
         field = screen.query_one("#field-model--name Input")
         await assert_nothing_injected(pilot, field, "aGVsbG8=evil31m", raw=CONTROLS)
         await pilot.press("f5")  # the launch tab
@@ -257,3 +253,11 @@ async def test_title_status_field_launch_and_lint_views_of_a_hostile_file_name_a
         # The whole OSC 52 went (not only its ESC and BEL, as the net alone would leave "…aGVsbG8=evil"):
         # the finding quoting the model name was made safe where it was built.
         assert "evil\ufffd31m" in drawn and "aGVsbG8=evil" not in drawn
+
+
+async def test_editor_status_line_of_a_file_named_with_control_characters(tmp_path: Path) -> None:
+    config = tmp_path / f"c{HOSTILE}.toml"
+    config.write_text('[speculative]\nmethod = "mtp"\nnum_speculative_tokens = 2\n', encoding="utf-8")
+    async with editing(config, size=(100, 24)) as (pilot, screen):
+        await assert_nothing_injected(pilot, screen.query_one("#editor-title"), "evil")
+        await assert_nothing_injected(pilot, screen.query_one("#editor-status"), "evil")
