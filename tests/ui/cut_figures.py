@@ -43,9 +43,7 @@ def region_text(app: App[Any], widget: Widget) -> str:
 
 
 def assert_clean(*texts: str, raw: tuple[str, ...] = FROM_THE_DATA) -> None:
-    for text in texts:
-        for each in raw:
-            assert each not in text, (each, text)
+    assert not (found := [(each, text) for text in texts for each in raw if each in text]), found
 
 
 async def assert_nothing_injected(
@@ -84,6 +82,7 @@ GLUED_UNIT = re.compile(r"\d(%|x|ms|W)\d")
 CUT_INTERVAL = re.compile(r"\d\.\d\d-(?!\d+\.\d\d)")
 CUT_UNIT = re.compile(r"\d ?(m|mi|°)(?![a-zA-Z])|\d ?°(?!C)")
 START_CHARS = 16
+LOG_VIEWS = ("LogPane", "LogView", "LogViewerScreen")
 UNIT_START = re.compile(r"^(ms|s|min|%|W|°C|GiB|MHz|x)(\b|\)|$)")
 
 
@@ -97,13 +96,6 @@ class Cut:
         return f"{self.widget}: {self.why}: {self.line.rstrip()!r}"
 
 
-def _is_log(widget: Widget) -> bool:
-    return any(
-        type(node).__name__ in ("LogPane", "LogView", "LogViewerScreen")
-        for node in widget.ancestors_with_self
-    )
-
-
 def widget_lines(app: App[object]) -> dict[str, list[str]]:
     """Each visible leaf widget's lines as shown, cropped to its content region (log views left out)."""
     screen = app.screen
@@ -113,7 +105,9 @@ def widget_lines(app: App[object]) -> dict[str, list[str]]:
     for widget in screen.walk_children(with_self=False):
         if not isinstance(widget, Widget) or not widget.display or not widget.visible:
             continue
-        if any(child.display for child in widget.children) or _is_log(widget):
+        if any(child.display for child in widget.children) or any(
+            type(node).__name__ in LOG_VIEWS for node in widget.ancestors_with_self
+        ):
             continue
         region = widget.content_region.intersection(Region(0, 0, width, len(strips)))
         if not region.area:

@@ -71,16 +71,14 @@ async def test_edit_a_field_see_the_diff_save_see_the_file_and_never_overwrite_a
         assert "modified" in str(screen.query_one("#editor-title", Static).render())
         assert config_toml.read_bytes() == before  # nothing written before ctrl+s
         await save_to_the_diff(pilot)
-        await pilot.press("escape")  # declined: nothing written
-        await wait_for_screen(pilot, EditorScreen)
+        await press_into(pilot, EditorScreen, "escape")  # declined: nothing written
         assert config_toml.read_bytes() == before
         dialog = await save_to_the_diff(pilot)
         assert "-num_speculative_tokens = 2" in dialog.diff and "+num_speculative_tokens = 3" in dialog.diff
         await pilot.press("y")
         await wait_for(pilot, lambda: config_toml.read_bytes() != before, "the save")
-        assert changed_lines(before, config_toml.read_bytes()) == [
-            (b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")
-        ]
+        changed = (b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")
+        assert changed_lines(before, config_toml.read_bytes()) == [changed]
         assert (config_toml.parent / "config.toml.bak").read_bytes() == before
         await wait_for_screen(pilot, EditorScreen)
         title = screen.query_one("#editor-title", Static)
@@ -92,11 +90,9 @@ async def test_edit_a_field_see_the_diff_save_see_the_file_and_never_overwrite_a
         config_toml.write_text(external)
         for answer in ("n", "o"):  # no: the file as changed on disk; o: overwritten
             await save_to_the_diff(pilot)
-            await pilot.press("y")
-            await wait_for_screen(pilot, ConfirmDialog)
+            await press_into(pilot, ConfirmDialog, "y")
             assert "changed on disk" in pilot.app.screen.question
-            await pilot.press(answer)
-            await wait_for_screen(pilot, EditorScreen)
+            await press_into(pilot, EditorScreen, answer)
             assert config_toml.read_text() == external or answer == "o"
         await wait_for(pilot, lambda: "max_num_seqs = 16" in config_toml.read_text(), "the overwrite")
         await wait_for(pilot, lambda: not screen.has_unsaved_changes(), "saved")
@@ -229,11 +225,11 @@ async def test_lint_and_launch_views(tmp_path: Path) -> None:
 
 
 async def test_save_and_restart_runs_the_command_and_waits_for_health(config_toml: Path) -> None:
-    polls = {"count": 0}
+    polls: list[httpx.Request] = []
 
     def health(request: httpx.Request) -> httpx.Response:
-        polls["count"] += 1
-        return httpx.Response(200 if polls["count"] >= 2 else 503)
+        polls.append(request)
+        return httpx.Response(200 if len(polls) >= 2 else 503)
 
     restart = [sys.executable, "-c", "print('restarting the server'); print('done')"]
     app = EditorApp(config_toml, restart_command=restart, health_url="http://127.0.0.1:9/health")
@@ -254,7 +250,7 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
         await wait_for(pilot, lambda: dialog.finished, "the restart to finish")
         assert "server is back" in str(dialog.query_one("#restart-status", Static).render())
         assert "restarting the server" in "\n".join(dialog.query_one(Log).lines)
-        assert polls["count"] == 2
+        assert len(polls) == 2
         assert "num_speculative_tokens = 1" in config_toml.read_text()
         await press_into(pilot, EditorScreen, "escape")
         await pilot.press("ctrl+s")  # a plain save says save
