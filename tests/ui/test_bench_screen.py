@@ -58,6 +58,11 @@ def _endpoints(*servers: TimedServer) -> list[EndpointSettings]:
     return [EndpointSettings(name=name, url=server.base_url, model="m") for name, server in pairs]
 
 
+async def _summary_after(pilot: Pilot[None], screen: BenchScreen, *keys: str) -> None:
+    await pilot.press(*keys)
+    await until(pilot, lambda: screen.summary is not None)
+
+
 async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_path: Path) -> None:
     with TimedServer(SLOW) as server_a, TimedServer(FAST) as server_b:
         async with bench_on(_endpoints(server_a, server_b)) as (pilot, screen):
@@ -103,8 +108,7 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
         await pilot.press("h", "b", "down", "a")  # the history, newest (FAST) first: B, then A
         assert isinstance(screen.query_one("#a-select", Select).value, PastArm)
         assert isinstance(screen.query_one("#b-select", Select).value, PastArm)
-        await pilot.press("ctrl+r")
-        await until(pilot, lambda: screen.summary is not None)
+        await _summary_after(pilot, screen, "ctrl+r")
         assert "faster" in text_of(screen, "#verdict")
 
 
@@ -114,8 +118,7 @@ async def test_escape_cancels_a_running_burst_and_leaves_no_previous_result() ->
         async with bench_on(_endpoints(quick, stuck)) as (pilot, screen):
             screen.query_one("#b-select", Select).value = NO_B
             await type_into(screen, pilot, "requests", "2")
-            await pilot.press("enter")
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "enter")
             table = screen.query_one("#results-table", DataTable)
             assert table.row_count > 0 and "one arm" in text_of(screen, "#verdict")
             screen.query_one("#a-select", Select).value = EndpointArm.from_settings(pilot.app.endpoints[1])
@@ -138,8 +141,7 @@ async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
     with TimedServer(limited) as server:
         async with bench_on(_endpoints(server)) as (pilot, screen):
             await type_into(screen, pilot, "requests", "3")
-            await pilot.press("enter")
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "enter")
             assert "err 0   retry 3" in text_of(screen, "#live")
             rows = screen.query_one("#results-table", DataTable)
             expected = [["requests", "3"], ["errors", "0"], ["retries", "3"]]
@@ -171,8 +173,7 @@ async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
                 ("client-settings", str(settings)),
             ):  # fmt: skip
                 await type_into(screen, pilot, field_id, value)
-            await pilot.press("enter")
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "enter")
             records = list(server.records)
     assert screen.outcome is not None and screen.outcome.ran is not None
     kept = screen.outcome.ran.settings
@@ -214,8 +215,7 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
                 await type_into(screen, pilot, field_id, value)
             prime, flush = screen.query_one("#prime-cache", OnOff), screen.query_one("#flush-cache", OnOff)
             assert (str(prime.render()), str(flush.render())) == ("prime off", "flush off")
-            await pilot.press("ctrl+r")  # as the form opens: chat, no priming, no flush
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "ctrl+r")  # as the form opens: chat, no priming, no flush
             paths, ids = _run(server, 0)
             assert paths == ["/v1/chat/completions"] * 2
             before = len(server.records)
@@ -229,8 +229,7 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
             screen.query_one("#api-select", Select).focus()
             await pilot.press("enter", "down", "enter")  # chat -> completions
             assert screen.query_one("#api-select", Select).value == "completions"
-            await pilot.press("ctrl+r")
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "ctrl+r")
             paths, ids = _run(server, before)
     assert paths[0] == "/reset_prefix_cache"  # flushed first, then primed, then measured
     assert [request_id.rsplit("-", 1)[-1] for request_id in ids[1:3]] == ["pa0", "pa1"]
@@ -345,8 +344,7 @@ async def test_an_older_file_opens_with_its_verdict_and_the_history_refits_when_
         await pilot.resize_terminal(80, 24)
         await until(pilot, lambda: _cells(screen, 0)[1] != FAR.url)
         assert _cells(screen, 0)[1].endswith(":8443")
-        await pilot.press("down", "enter")  # opening the older file computes its verdict
-        await until(pilot, lambda: screen.summary is not None)
+        await _summary_after(pilot, screen, "down", "enter")  # opening the older file computes its verdict
         assert "B is" in text_of(screen, "#verdict") and "faster" in text_of(screen, "#verdict")
 
 

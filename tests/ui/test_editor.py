@@ -32,8 +32,6 @@ from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import FOCUS_MARK, ConfigFieldRow
 from tui.widgets.edit_mode import HELP_ROW
 
-SIZE = (80, 24)
-
 
 def field_input(screen: EditorScreen, *path: str) -> Input:
     return screen.query_one(f"#field-{'--'.join(path)} Input", Input)
@@ -56,12 +54,6 @@ async def save_to_the_diff(pilot: Pilot) -> DiffDialog:
     return pilot.app.screen
 
 
-def changed_lines(before: bytes, after: bytes) -> list[tuple[bytes, bytes]]:
-    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    assert len(old) == len(new)
-    return [(a, b) for a, b in zip(old, new, strict=True) if a != b]
-
-
 async def test_edit_a_field_see_the_diff_save_see_the_file_and_never_overwrite_an_external_change_unasked(
     config_toml: Path,
 ) -> None:
@@ -77,8 +69,9 @@ async def test_edit_a_field_see_the_diff_save_see_the_file_and_never_overwrite_a
         assert "-num_speculative_tokens = 2" in dialog.diff and "+num_speculative_tokens = 3" in dialog.diff
         await pilot.press("y")
         await wait_for(pilot, lambda: config_toml.read_bytes() != before, "the save")
-        changed = (b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")
-        assert changed_lines(before, config_toml.read_bytes()) == [changed]
+        old, new = before.splitlines(keepends=True), config_toml.read_bytes().splitlines(keepends=True)
+        changed = [(a, b) for a, b in zip(old, new, strict=True) if a != b]  # strict: no line added or lost
+        assert changed == [(b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")]
         assert (config_toml.parent / "config.toml.bak").read_bytes() == before
         await wait_for_screen(pilot, EditorScreen)
         title = screen.query_one("#editor-title", Static)
@@ -235,7 +228,7 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
     app = EditorApp(config_toml, restart_command=restart, health_url="http://127.0.0.1:9/health")
     await app.http_client.aclose()
     app.http_client = httpx.AsyncClient(transport=httpx.MockTransport(health))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         screen = await opened_editor(pilot)
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "1")
         await press_into(pilot, DiffDialog, "ctrl+r")

@@ -74,10 +74,6 @@ def test_the_fleet_table_is_the_endpoint_table_extended() -> None:
     assert sorted_rows([row], "tokens_per_s") == [row]  # the endpoint rows' sorting
 
 
-def _column_texts(table: EndpointTable, column: str) -> list[str]:
-    return [table.get_cell(name, column).plain.strip() for name in table.endpoints]
-
-
 async def test_table_view_sorts_opens_the_detail_and_shows_the_autopilots_line_of_the_cursors_row(
     replayed: Replayed,
 ) -> None:
@@ -100,7 +96,7 @@ async def test_table_view_sorts_opens_the_detail_and_shows_the_autopilots_line_o
         await wait_for(pilot, lambda: shown() == f"mtp-on: {lines['mtp-on']}", "the line of the first row")
         await press_then_pause(pilot, ">", ">")  # status → name → tok/s (no model column at 80 to sort)
         assert table.sort_column == "tokens_per_s"
-        speeds = [float(text) for text in _column_texts(table, "tokens_per_s")]
+        speeds = [float(table.get_cell(name, "tokens_per_s").plain) for name in table.endpoints]
         assert speeds == sorted(speeds)
         await press_then_pause(pilot, "i")
         assert table.endpoints == ["mtp-on", "mtp-off", "llama-draft"]
@@ -177,10 +173,6 @@ async def test_the_table_comes_by_itself_when_cards_do_not_fit_its_text_widths_h
                 assert widths[column.sort] >= max(cells), column.sort
 
 
-def _table_lines(app: SpectopApp) -> list[str]:
-    return next(lines for name, lines in widget_lines(app).items() if name.startswith("EndpointTable"))
-
-
 @pytest.mark.parametrize(
     ("size", "host", "count"),
     [
@@ -206,7 +198,7 @@ async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
         table = screen.query_one(EndpointTable)
         await wait_for(pilot, lambda: table.row_count == count and bool(table.size.width))
         await pilot.pause()
-        lines = _table_lines(app)
+        lines = next(lines for name, lines in widget_lines(app).items() if name.startswith("EndpointTable"))
         for name in names[: size[1] - 6]:  # those on the screen
             port = name.rsplit(":", 1)[1]
             shown = next((word for line in lines for word in line.split() if f":{port}" in word), None)
