@@ -158,9 +158,8 @@ LINE = "k=3 now · k by batch size 1: k=1, 2-256: k=0 (significant)"
 
 
 def _advice_after_one_reading(per_draft_seq_ms: float) -> CardData:
-    board = Board(
-        Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=[EndpointSettings(name="e", url=URL)])
-    )
+    endpoints = [EndpointSettings(name="e", url=URL)]
+    board = Board(Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=endpoints))
     board.enable_advice(KeptModels(StepCostFile(models=[_model(8.0, per_draft_seq_ms)])))
     board.set_config_facts("e", ConfigFacts(3, "s", "speculative.num_speculative_tokens"))
     figures = Figures(per_position_acceptance=PER_POSITION, running=1.0, acceptance_rate=0.57)

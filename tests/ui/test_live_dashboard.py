@@ -43,10 +43,8 @@ async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
 
 
 def _app(sim: SimServer, **kwargs: object) -> SpectopApp:
-    endpoint = EndpointSettings(
-        name="sim", url=sim.base_url, backend="vllm", log_file=sim.log_path, config_file=sim.config_path
-    )
-    return polling_fast(endpoint, **kwargs)
+    files = {"log_file": sim.log_path, "config_file": sim.config_path}
+    return polling_fast(EndpointSettings(name="sim", url=sim.base_url, backend="vllm", **files), **kwargs)
 
 
 def _card(app: SpectopApp) -> EndpointCard:
