@@ -51,7 +51,7 @@ def eight_gpus() -> tuple[GpuSample, ...]:
     )  # fmt: skip
 
 
-async def settled_replay(pilot: Any, *, gpus: bool = True) -> SpectopApp:
+async def settled_replay(pilot: Any, *, gpus: bool = False) -> SpectopApp:
     app = pilot.app
     await wait_for(pilot, lambda: app.replay_done)
     if gpus:
@@ -79,7 +79,7 @@ async def test_dashboard_cards_table_detail_alerts_and_help(
 ) -> None:
     app = replay_app(replay_path=bounded_recording(tmp_path / "recording.jsonl"))
     async with app.run_test(size=size) as pilot:
-        await settled_replay(pilot)
+        await settled_replay(pilot, gpus=True)
         messages = tuple(alert.message for alert in app.board.alerts.all_alerts())
         assert messages
         assert_whole(app, words_whole=messages)  # a card's alert message in whole words
@@ -219,7 +219,7 @@ async def test_the_detail_title_keeps_whole_parts_at_80x24(
     recording.write_text(recording.read_text().replace('"mtp-', '"mtp-node-7-rack-b-'))
     app = replay_app(replay_path=recording)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settled_replay(pilot, gpus=False)
+        await settled_replay(pilot)
         await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         assert str(app.screen.sub_title).startswith("mtp-node-7-rack-b-")
