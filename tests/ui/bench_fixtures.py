@@ -1,6 +1,4 @@
-"""Shared pieces of the burst screen tests: a tiny app that provides `http_client`, keyboard helpers,
-and recorded bursts (fixed figures, fixed dates: no clocks, no random figures) for the snapshots.
-The fixtures (`bench_folders`, `recorded_run`) are in conftest.py."""
+"""Shared pieces of the burst screen tests (fixtures in conftest.py); recorded bursts of fixed figures."""
 
 from __future__ import annotations
 
@@ -24,7 +22,7 @@ from tui.settings import EndpointSettings
 
 
 class BenchTestApp(App[None]):
-    """The burst screen alone, given the app's one httpx client when it is made."""
+    """The burst screen alone, given the app's one httpx client."""
 
     def __init__(self, endpoints: list[EndpointSettings], **screen_options: Any) -> None:
         super().__init__()
@@ -49,7 +47,6 @@ def bench_screen(app: App[Any]) -> BenchScreen:
 async def bench_on(
     endpoints: list[EndpointSettings], *, size: tuple[int, int] = (80, 24), **screen_options: Any
 ) -> AsyncIterator[tuple[Pilot[Any], BenchScreen]]:
-    """The burst screen on `endpoints` in a headless terminal."""
     async with BenchTestApp(endpoints, **screen_options).run_test(size=size) as pilot:
         yield pilot, bench_screen(pilot.app)
 
@@ -60,24 +57,17 @@ def text_of(screen: BenchScreen, selector: str) -> str:
 
 async def until(pilot: Pilot[Any], condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
     """Wait for the screen to reach `condition`; a timeout says the phase and status it stopped at."""
-
-    def status() -> str:
-        screen = pilot.app.screen
-        return f"phase/status: {[str(screen.query_one(s, Static).render()) for s in ('#phase', '#status')]}"
-
-    await wait_for(pilot, condition, "the burst screen", timeout_s=timeout_s, explain=status)
+    shown = lambda: f"phase/status: {[text_of(pilot.app.screen, s) for s in ('#phase', '#status')]}"  # noqa: E731
+    await wait_for(pilot, condition, "the burst screen", timeout_s=timeout_s, explain=shown)
 
 
 async def type_into(screen: BenchScreen, pilot: Pilot[Any], field_id: str, value: str) -> None:
-    """Replace a form field's text from the keyboard."""
     field = screen.query_one(f"#{field_id}", Input)
     field.focus()
     # i: into edit mode (a letter is a key before); the keys at once, as a paste or tmux sends them
     await press_at_once(pilot, "i", "ctrl+a", "ctrl+k", *value)
     await wait_for(pilot, lambda: field.value == value, f"{field_id} = {value!r}")
 
-
-# --- recorded bursts --------------------------------------------------------------------------------
 
 MTP_OFF = EndpointSettings(name="mtp-off", url="http://10.0.0.7:8000", model="qwen3-8b")
 MTP_ON = EndpointSettings(name="mtp-on", url="http://10.0.0.8:8000", model="qwen3-8b")

@@ -54,9 +54,6 @@ def replayed(replay_app: Callable[..., SpectopApp]) -> Replayed:
     return run
 
 
-# --- the burst screen (tests/ui/test_bench_screen*.py; helpers in bench_fixtures.py) -------------------
-
-
 @pytest.fixture
 def bench_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The burst history (tests/conftest.py) and the export files in the test's own folders (the cwd)."""

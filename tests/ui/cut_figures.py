@@ -1,22 +1,78 @@
-"""Finding figures and words a screen cut, read as the terminal shows it, cropped to each widget's content
-region: an ellipsis after a number or unit (`43…`), figures run together (`442.310.0 ms`), a unit or an
-interval cut (`< 100 m`, `1.80-1`), a figure wrapped from its unit, a table wider than the screen, a
-`given` text not whole, a footer key or the header's title cut, a `words_whole` text cut mid-word.
-Log views show the server's own text (wrapped or scrolled on purpose): they are left out.
-"""
+"""What a screen draws, read back: the bytes Textual would send, a widget's text, figures and words cut."""
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from rich.console import Console
 from textual.app import App
 from textual.geometry import Region
+from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.widgets._footer import FooterKey
 from textual.widgets._header import HeaderTitle
+from ui_waiting import wait_for
+
+# What the data would put on the terminal; Textual's own output is CSI colour / cursor codes only.
+FROM_THE_DATA = ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e", "PWNED", "aGVsbG8=")
+# The control characters alone: the editor shows a file's text as it is (PWNED is text there).
+CONTROLS = tuple(raw for raw in FROM_THE_DATA if not raw.isprintable())
+
+
+def terminal_output(app: App[Any]) -> str:
+    """The full frame exactly as the app would write it to the terminal (what `_display` sends)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor", legacy_windows=False, safe_box=False)  # fmt: skip
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    return update.render_segments(console)
+
+
+def region_text(app: App[Any], widget: Widget) -> str:
+    """The characters drawn in `widget`'s region of the screen (segment text, controls and all)."""
+    strips = app.screen._compositor.render_strips()
+    region = widget.region
+    lines = strips[region.y : region.bottom]
+    return "\n".join("".join(s.text for s in line.crop(region.x, region.right)) for line in lines)
+
+
+def assert_clean(*texts: str, raw: tuple[str, ...] = FROM_THE_DATA) -> None:
+    assert not (found := [(each, text) for text in texts for each in raw if each in text]), found
+
+
+async def assert_nothing_injected(
+    pilot: Pilot[Any], widget: Widget, shown: str, raw: tuple[str, ...] = FROM_THE_DATA
+) -> None:
+    """Once `shown` (or anything raw) is drawn in `widget`: the text is there and nothing raw anywhere."""
+    app = pilot.app
+
+    def flat(drawn: str) -> str:  # a wrapped text (an alert row) read as one line; spaces only
+        return re.sub(r" *\n *", " ", drawn)
+
+    def settled() -> bool:
+        drawn = region_text(app, widget)
+        return shown in flat(drawn) or any(each in drawn for each in raw)
+
+    await wait_for(pilot, settled, timeout_s=10.0)
+    drawn = region_text(app, widget)
+    assert shown in flat(drawn)  # the hostile text was drawn there, made harmless
+    assert_clean(drawn, terminal_output(app), raw=raw)
+
+
+class OneScreenApp(App[None]):
+    def __init__(self, screen: Screen[Any]) -> None:
+        super().__init__()
+        self.first = screen
+
+    def on_mount(self) -> None:
+        self.push_screen(self.first)
+
 
 BARS = "▁▂▃▄▅▆▇█"
 FIGURE_TOKEN = re.compile(r"^[<>~(+\-]?\d[\d.,]*\s?[a-zA-Z°%/]{0,4}$")
@@ -26,6 +82,7 @@ GLUED_UNIT = re.compile(r"\d(%|x|ms|W)\d")
 CUT_INTERVAL = re.compile(r"\d\.\d\d-(?!\d+\.\d\d)")
 CUT_UNIT = re.compile(r"\d ?(m|mi|°)(?![a-zA-Z])|\d ?°(?!C)")
 START_CHARS = 16
+LOG_VIEWS = ("LogPane", "LogView", "LogViewerScreen")
 UNIT_START = re.compile(r"^(ms|s|min|%|W|°C|GiB|MHz|x)(\b|\)|$)")
 
 
@@ -39,13 +96,6 @@ class Cut:
         return f"{self.widget}: {self.why}: {self.line.rstrip()!r}"
 
 
-def _is_log(widget: Widget) -> bool:
-    return any(
-        type(node).__name__ in ("LogPane", "LogView", "LogViewerScreen")
-        for node in widget.ancestors_with_self
-    )
-
-
 def widget_lines(app: App[object]) -> dict[str, list[str]]:
     """Each visible leaf widget's lines as shown, cropped to its content region (log views left out)."""
     screen = app.screen
@@ -55,7 +105,9 @@ def widget_lines(app: App[object]) -> dict[str, list[str]]:
     for widget in screen.walk_children(with_self=False):
         if not isinstance(widget, Widget) or not widget.display or not widget.visible:
             continue
-        if any(child.display for child in widget.children) or _is_log(widget):
+        if any(child.display for child in widget.children) or any(
+            type(node).__name__ in LOG_VIEWS for node in widget.ancestors_with_self
+        ):
             continue
         region = widget.content_region.intersection(Region(0, 0, width, len(strips)))
         if not region.area:
@@ -111,28 +163,27 @@ def _collapsed(text: str) -> str:
 
 def overflowing_tables(app: App[object]) -> list[Cut]:
     """A table wider than its viewport shows its last column cut at the screen's edge ("1.80-1")."""
-    found = []
-    for table in app.screen.query(DataTable):
-        if table.display and table.virtual_size.width > table.scrollable_content_region.width:
-            what = f"{table.virtual_size.width} cells in {table.scrollable_content_region.width}"
-            found.append(Cut(f"DataTable#{table.id}", what, "a table wider than the screen, cut at its edge"))
-    return found
+    return [
+        Cut(
+            f"DataTable#{table.id}",
+            f"{table.virtual_size.width} cells in {table.scrollable_content_region.width}",
+            "a table wider than the screen, cut at its edge",
+        )
+        for table in app.screen.query(DataTable)
+        if table.display and table.virtual_size.width > table.scrollable_content_region.width
+    ]
 
 
 def cut_footer_keys(app: App[object]) -> list[Cut]:
     """Footer keys shown in part: past the footer's right end, or under the command palette's key."""
-    found = []
     keys = [key for key in app.screen.query(FooterKey) if key.display and key.region.width]
     palette = next((key for key in keys if key.has_class("-command-palette")), None)
-    for key in keys:
-        if key is palette:
-            continue
-        footer = key.parent
-        assert isinstance(footer, Widget)
-        end = palette.region.x if palette is not None else footer.region.right
-        if key.region.right > end:
-            found.append(Cut("Footer", f"{key.key_display} {key.description}", "a footer key cut"))
-    return found
+    return [
+        Cut("Footer", f"{key.key_display} {key.description}", "a footer key cut")
+        for key in keys
+        if key is not palette
+        and key.region.right > (palette.region.x if palette is not None else key.parent.region.right)  # type: ignore[union-attr]
+    ]
 
 
 def cut_header(app: App[object]) -> list[Cut]:

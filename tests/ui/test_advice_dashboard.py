@@ -1,6 +1,4 @@
-"""The advisor on the dashboard, driven with Pilot: the card's line ("k=4 now · k=2 would be 1.28x"),
-the detail screen's line with its basis, the alert once another k has stayed better, and a k by batch size
-where one k does not fit every load."""
+"""The advisor on the dashboard: the card's and the detail's line, the alert, a k by batch size."""
 
 from __future__ import annotations
 
@@ -9,7 +7,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-from scripted_source import ScriptedSourceBase
 from textual.app import App
 from textual.widgets import DataTable
 from ui_waiting import press_into, spectop, wait_for
@@ -24,7 +21,7 @@ from tui.board import Board
 from tui.screens.alerts import AlertsScreen
 from tui.screens.detail import DetailScreen
 from tui.settings import AlertSettings, EndpointSettings, Settings
-from tui.sources.base import WallClock
+from tui.sources.base import Source, WallClock
 from tui.sources.updates import ReadingArrived, Update
 from tui.telemetry.alerts import AlertEngine
 from tui.telemetry.figures import Figures
@@ -34,6 +31,13 @@ from tui.widgets.card_view import CardData, badge_line
 from tui.widgets.figure_table import FigureTable, advice_lines
 
 URL = "http://127.0.0.1:8000"
+
+
+class ScriptedSourceBase(Source):
+    """A source for scripted tests: one status line; the test gives `updates()`."""
+
+    def status(self) -> list[str]:
+        return ["scripted"]
 
 
 class ScriptedSource(ScriptedSourceBase):
@@ -99,9 +103,6 @@ async def test_without_a_model_the_detail_offers_the_calibration() -> None:
         assert "(or in spectop: T, then c on the tune screen)" in table
 
 
-# --- the alerts list's guard rows say the k the guard offered and the file's k before
-
-
 async def _offered_and_declined(tmp_path: Path) -> AlertEngine:
     """The controller offers the advisor's k=2 for a file with k=4, and the user declines."""
     board, _ = _board(tmp_path)
@@ -153,15 +154,12 @@ async def test_only_an_offer_to_switch_off_says_switch_speculation_off() -> None
     assert failed.startswith("guard could not set k=3: "), failed
 
 
-# --- a k by batch size where one k does not fit every calibrated load (the guard's table offer)
-
 LINE = "k=3 now · k by batch size 1: k=1, 2-256: k=0 (significant)"
 
 
 def _advice_after_one_reading(per_draft_seq_ms: float) -> CardData:
-    board = Board(
-        Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=[EndpointSettings(name="e", url=URL)])
-    )
+    endpoints = [EndpointSettings(name="e", url=URL)]
+    board = Board(Settings(alerts=AlertSettings(sustained_s=10.0), endpoints=endpoints))
     board.enable_advice(KeptModels(StepCostFile(models=[_model(8.0, per_draft_seq_ms)])))
     board.set_config_facts("e", ConfigFacts(3, "s", "speculative.num_speculative_tokens"))
     figures = Figures(per_position_acceptance=PER_POSITION, running=1.0, acceptance_rate=0.57)

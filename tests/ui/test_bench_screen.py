@@ -22,13 +22,13 @@ from bench_fixtures import (
     type_into,
     until,
 )
-from terminal_bytes import assert_nothing_injected
+from cut_figures import assert_nothing_injected
 from test_themes import coloured
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Select
 from textual.widgets._footer import FooterKey
-from ui_waiting import press_into, spectop, wait_for
+from ui_waiting import press_into, press_then_pause, spectop, wait_for
 
 from tests.bench.timed_server import Behaviour, TimedServer
 from tests.untrusted import HOSTILE, hostile_burst
@@ -54,10 +54,13 @@ pytestmark = pytest.mark.usefixtures("bench_folders")
 
 
 def _endpoints(*servers: TimedServer) -> list[EndpointSettings]:
-    names = ["mtp-off", "mtp-on"]
-    return [
-        EndpointSettings(name=names[i], url=server.base_url, model="m") for i, server in enumerate(servers)
-    ]
+    pairs = zip(("mtp-off", "mtp-on"), servers, strict=False)
+    return [EndpointSettings(name=name, url=server.base_url, model="m") for name, server in pairs]
+
+
+async def _summary_after(pilot: Pilot[None], screen: BenchScreen, *keys: str) -> None:
+    await pilot.press(*keys)
+    await until(pilot, lambda: screen.summary is not None)
 
 
 async def test_ab_burst_from_the_keyboard_shows_verdict_and_keeps_history(tmp_path: Path) -> None:
@@ -97,21 +100,15 @@ async def test_two_past_bursts_are_compared_from_the_history() -> None:
     async with httpx.AsyncClient() as client:
         for behaviour in (SLOW, FAST):
             with TimedServer(behaviour) as server:
-                config = BurstConfig(
-                    a=ArmTarget("srv", server.base_url, model="m", scrape_metrics=False),
-                    prompt_set=load_prompt_set("mixed"),
-                    requests=5,
-                    warmup=0,
-                )
+                arm = ArmTarget("srv", server.base_url, model="m", scrape_metrics=False)
+                config = BurstConfig(a=arm, prompt_set=load_prompt_set("mixed"), requests=5, warmup=0)
                 save_burst(await run_burst(config, client))
     async with bench_on([]) as (pilot, screen):
         await until(pilot, lambda: screen.query_one("#history-table", DataTable).row_count == 2)
-        await pilot.press("h")  # history; newest (FAST) first
-        await pilot.press("b", "down", "a")
+        await pilot.press("h", "b", "down", "a")  # the history, newest (FAST) first: B, then A
         assert isinstance(screen.query_one("#a-select", Select).value, PastArm)
         assert isinstance(screen.query_one("#b-select", Select).value, PastArm)
-        await pilot.press("ctrl+r")
-        await until(pilot, lambda: screen.summary is not None)
+        await _summary_after(pilot, screen, "ctrl+r")
         assert "faster" in text_of(screen, "#verdict")
 
 
@@ -121,8 +118,7 @@ async def test_escape_cancels_a_running_burst_and_leaves_no_previous_result() ->
         async with bench_on(_endpoints(quick, stuck)) as (pilot, screen):
             screen.query_one("#b-select", Select).value = NO_B
             await type_into(screen, pilot, "requests", "2")
-            await pilot.press("enter")
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "enter")
             table = screen.query_one("#results-table", DataTable)
             assert table.row_count > 0 and "one arm" in text_of(screen, "#verdict")
             screen.query_one("#a-select", Select).value = EndpointArm.from_settings(pilot.app.endpoints[1])
@@ -145,15 +141,11 @@ async def test_retries_after_429_are_shown_live_and_in_the_table() -> None:
     with TimedServer(limited) as server:
         async with bench_on(_endpoints(server)) as (pilot, screen):
             await type_into(screen, pilot, "requests", "3")
-            await pilot.press("enter")
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "enter")
             assert "err 0   retry 3" in text_of(screen, "#live")
             rows = screen.query_one("#results-table", DataTable)
-            assert [rows.get_row_at(i)[:2] for i in range(3)] == [
-                ["requests", "3"],
-                ["errors", "0"],
-                ["retries", "3"],
-            ]
+            expected = [["requests", "3"], ["errors", "0"], ["retries", "3"]]
+            assert [rows.get_row_at(i)[:2] for i in range(3)] == expected
 
 
 async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
@@ -161,9 +153,8 @@ async def test_an_unreachable_arm_is_named_and_nothing_is_kept() -> None:
     async with bench_on([gone]) as (pilot, screen):
         await pilot.press("ctrl+r")
         await until(pilot, lambda: "failed" in text_of(screen, "#phase"))
-        assert "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused" in text_of(
-            screen, "#status"
-        )
+        reason = "arm A (gone) http://127.0.0.1:1 is not reachable: connection refused"
+        assert reason in text_of(screen, "#status")
         assert screen.query_one("#results-table", DataTable).row_count == 0
     assert list_bursts() == []
 
@@ -182,8 +173,7 @@ async def test_rounds_warm_up_and_a_client_settings_file_from_the_form(
                 ("client-settings", str(settings)),
             ):  # fmt: skip
                 await type_into(screen, pilot, field_id, value)
-            await pilot.press("enter")
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "enter")
             records = list(server.records)
     assert screen.outcome is not None and screen.outcome.ran is not None
     kept = screen.outcome.ran.settings
@@ -214,7 +204,6 @@ async def test_a_bad_form_value_names_its_field(field_id: str, value: str, messa
 
 
 def _run(server: TimedServer, start: int) -> tuple[list[str], list[str]]:
-    """The paths and request ids the server received from record `start` on."""
     records = list(server.records)[start:]
     return [r.path for r in records], [r.headers.get("x-request-id", "") for r in records]
 
@@ -226,8 +215,7 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
                 await type_into(screen, pilot, field_id, value)
             prime, flush = screen.query_one("#prime-cache", OnOff), screen.query_one("#flush-cache", OnOff)
             assert (str(prime.render()), str(flush.render())) == ("prime off", "flush off")
-            await pilot.press("ctrl+r")  # as the form opens: chat, no priming, no flush
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "ctrl+r")  # as the form opens: chat, no priming, no flush
             paths, ids = _run(server, 0)
             assert paths == ["/v1/chat/completions"] * 2
             before = len(server.records)
@@ -237,15 +225,11 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
             assert "space on/off · each prompt once per arm" in text_of(screen, "#status")
             await pilot.press("tab", "space")  # on to flush
             assert flush.has_focus and (prime.value, flush.value) == (True, True)
-            assert (str(prime.render()), str(flush.render())) == (
-                "prime on ",
-                "flush on ",
-            )  # words, not colour
+            assert (str(prime.render()), str(flush.render())) == ("prime on ", "flush on ")  # not colour
             screen.query_one("#api-select", Select).focus()
             await pilot.press("enter", "down", "enter")  # chat -> completions
             assert screen.query_one("#api-select", Select).value == "completions"
-            await pilot.press("ctrl+r")
-            await until(pilot, lambda: screen.summary is not None)
+            await _summary_after(pilot, screen, "ctrl+r")
             paths, ids = _run(server, before)
     assert paths[0] == "/reset_prefix_cache"  # flushed first, then primed, then measured
     assert [request_id.rsplit("-", 1)[-1] for request_id in ids[1:3]] == ["pa0", "pa1"]
@@ -262,9 +246,7 @@ async def test_prime_flush_and_api_from_the_keyboard_change_the_burst_that_is_se
 async def test_in_the_app_under_no_color_the_footer_keeps_the_keys_in_sight_toggles_read_on_and_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The burst screen as a user opens it (b on the dashboard): at 80 columns the footer keeps its keys in
-    sight, b opens no second screen; toggles say on / off, focus shows by reverse video, placeholders say
-    "e.g." in words, not by italics alone."""
+    """Opened with b on the dashboard; placeholders say "e.g." in words, not by italics alone."""
     monkeypatch.setenv("NO_COLOR", "1")
     app = spectop(EndpointSettings(name="e", url="http://127.0.0.1:9"))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -281,13 +263,11 @@ async def test_in_the_app_under_no_color_the_footer_keeps_the_keys_in_sight_togg
         palette = keys["^p"]
         for shown in ("esc", "^r", "h", "e", "j/c/m", "q", "?"):
             assert shown in keys and keys[shown].width > 0 and keys[shown].right <= palette.x, shown
-        await pilot.press("b")  # the app's key: a second burst screen on top of this one
-        await pilot.pause()
+        await press_then_pause(pilot, "b")  # the app's key: a second burst screen on top of this one
         assert pilot.app.screen is screen and "this is the burst screen" in text_of(screen, "#status")
         prime = screen.query_one("#prime-cache", OnOff)
         prime.focus()
-        await pilot.press("space")
-        await pilot.pause()
+        await press_then_pause(pilot, "space")
         strips = screen._compositor.render_strips()
         row = strips[prime.region.y]
         assert "prime on " in row.text and "flush off" in row.text
@@ -300,9 +280,6 @@ async def test_in_the_app_under_no_color_the_footer_keeps_the_keys_in_sight_togg
         assert len(examples) == 4 and all("e.g. " in str(text) for text in examples.values()), examples
         a_extra = screen.query_one("#a-extra", Input)  # on screen, at 80 columns where the field is narrow
         assert "e.g." in strips[a_extra.region.y].text  # the words come first
-
-
-# --- per-request figures from a sim: one URL with two request bodies, SLOs, the explain view
 
 
 FIGURES = ResponseOptions(spec_metrics="summary", timing_metrics=True, prompt_tokens_details=True)
@@ -341,9 +318,6 @@ async def test_one_url_two_bodies_and_the_explain_view() -> None:
             assert screen.query_one("#switcher", ContentSwitcher).current == "results"
 
 
-# --- the history (h): date, both URLs, verdict and prompt set, fitted to 80 columns; older files list
-
-
 FAR = EndpointSettings(name="far", url="http://inference-gpu-node-17.cluster.example.com:8443/v1")
 
 
@@ -351,33 +325,26 @@ def _cells(screen: BenchScreen, row: int) -> list[str]:
     return [str(cell) for cell in screen.query_one("#history-table", DataTable).get_row_at(row)]
 
 
-def _keep_as_older_spectop(result: BurstResult) -> Path:
+def _keep_as_older_spectop(result: BurstResult) -> None:
     """`result` written as a spectop without kept verdicts wrote it (no verdict field)."""
-    document = json.loads(result.model_dump_json())
-    del document["verdict"]
-    folder = bursts_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"burst-{result.started_at:%Y%m%d-%H%M%S-%f}.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
+    bursts_dir().mkdir(parents=True, exist_ok=True)
+    path = bursts_dir() / f"burst-{result.started_at:%Y%m%d-%H%M%S-%f}.json"
+    path.write_text(result.model_dump_json(exclude={"verdict"}), encoding="utf-8")
 
 
 async def test_an_older_file_opens_with_its_verdict_and_the_history_refits_when_resized() -> None:
-    """What each row says at 80 and 200 columns is the history snapshots'."""
     _keep_as_older_spectop(mtp_burst())
     far = [recorded_arm("a", FAR, 1, 0.010, None)]
     save_burst(recorded_burst(far, started_at=datetime(2026, 11, 30, 3, 0, tzinfo=UTC)))
     async with bench_on([MTP_OFF], size=(200, 24)) as (pilot, screen):
         table = screen.query_one("#history-table", DataTable)
         await until(pilot, lambda: table.row_count == 2)
-        await pilot.press("h")
-        await pilot.pause()
+        await press_then_pause(pilot, "h")
         assert _cells(screen, 0)[1] == FAR.url
         await pilot.resize_terminal(80, 24)
         await until(pilot, lambda: _cells(screen, 0)[1] != FAR.url)
         assert _cells(screen, 0)[1].endswith(":8443")
-        await pilot.press("down", "enter")  # opening the older file computes its verdict
-        await until(pilot, lambda: screen.summary is not None)
+        await _summary_after(pilot, screen, "down", "enter")  # opening the older file computes its verdict
         assert "B is" in text_of(screen, "#verdict") and "faster" in text_of(screen, "#verdict")
 
 
@@ -388,14 +355,10 @@ async def test_more_bursts_than_rows_still_fit_beside_the_scroll_bar() -> None:
     async with bench_on([MTP_OFF]) as (pilot, screen):
         table = screen.query_one("#history-table", DataTable)
         await until(pilot, lambda: table.row_count == 20)
-        await pilot.press("h")
-        await pilot.pause()
+        await press_then_pause(pilot, "h")
         assert table.virtual_size.height > table.scrollable_content_region.height  # it scrolls down
         assert table.virtual_size.width <= table.scrollable_content_region.width  # and not sideways
         assert _cells(screen, 0)[1].endswith(":8443") and _cells(screen, 0)[3].startswith("B ")
-
-
-# --- nothing from a kept burst file or a server error reaches the terminal raw
 
 
 def _hostile_url(burst: BurstResult) -> BurstResult:

@@ -1,6 +1,4 @@
-"""Snapshots of the burst screen from fixed data (no clocks, no random figures, no tmp paths on screen;
-the bootstrap is seeded): before a burst and after an A/B burst with its verdict at 80x24, 120x36 and
-200x50, two past bursts compared, and the history (h) at 80x24 and 200x50."""
+"""Snapshots of the burst screen from fixed data: no clocks, no random figures, no tmp paths on screen."""
 
 from __future__ import annotations
 

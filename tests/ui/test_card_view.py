@@ -9,7 +9,7 @@ from typing import get_args
 
 import pytest
 from cut_figures import cut_words
-from textual.app import App, ComposeResult
+from textual.app import App
 from ui_waiting import Replayed, card_texts, wait_for
 
 from tui.advice.advisor import Advice
@@ -74,11 +74,10 @@ def test_lines_fit_the_width_and_unknowns_are_dashes_never_old_figures() -> None
     assert "500" not in "\n".join(line.plain for line in compact_lines(down, 76))
 
 
-# --- why a figure is what it is: bounds, restarts, short windows, finished requests -------------------
-
-
-def _qualified_figures() -> Figures:
-    return Figures(
+def test_card_and_detail_figures_show_quantile_bounds_notes_and_the_restart() -> None:
+    reading = _reading(1.0)
+    reading.window_s = 8.0
+    reading.figures = Figures(
         generation_tokens_per_s=120.0, ttft_mean_s=0.0065, ttft_p50_s=0.05, ttft_p95_s=0.095,
         quantile_bounds={"ttft_p50_s": (0.0, 0.1), "ttft_p95_s": (0.0, 0.1)},
         notes={
@@ -88,11 +87,6 @@ def _qualified_figures() -> Figures:
         },
         covered_s=8.0, window_short=True, restarted_in_window=True, restarted_s_ago=12.0, running=1.0,
     )  # fmt: skip
-
-
-def test_card_and_detail_figures_show_quantile_bounds_notes_and_the_restart() -> None:
-    reading = _reading(1.0)
-    reading.figures, reading.window_s = _qualified_figures(), 8.0
     data = CardData(name="a", reading=reading, now=1.0, window_s=60.0)
     for lines in (compact_lines(data, 80), roomy_lines(data, 100)):
         text = "\n".join(line.plain for line in lines)
@@ -126,9 +120,6 @@ def test_the_badge_line_says_what_qualifies_an_up_reading(
     assert shown in badge_line(CardData(name="a", reading=reading, now=1.0), 80).plain
 
 
-# --- down for how long and where, "scraped … ago", badges at 80 columns, model names ---------------------
-
-
 def _history(spells: list[tuple[float, bool]]) -> EndpointSeries:
     history = EndpointSeries(256)
     for time, up in spells:
@@ -138,13 +129,9 @@ def _history(spells: list[tuple[float, bool]]) -> EndpointSeries:
 
 def test_a_down_endpoint_says_for_how_long_since_its_first_failed_scrape_and_its_url() -> None:
     # up until 9 s, down from 10 s (every second), now 100 s: down for 90 s, not "last scraped 1 s ago"
-    spells = [(float(t), True) for t in range(10)] + [(float(t), False) for t in range(10, 100)]
+    history = _history([(float(t), t < 10) for t in range(100)])
     data = CardData(
-        name="a",
-        reading=_reading(99.0, up=False),
-        history=_history(spells),
-        now=100.0,
-        url="http://10.0.0.5:8000",
+        name="a", reading=_reading(99.0, up=False), history=history, now=100.0, url="http://10.0.0.5:8000"
     )
     assert data.down_for == 90.0
     assert data.status_content().plain == "● down 1 min"
@@ -152,10 +139,8 @@ def test_a_down_endpoint_says_for_how_long_since_its_first_failed_scrape_and_its
         assert lines[0].plain.startswith("down 1 min · http://10.0.0.5:8000")
         assert "connection refused" in lines[-1].plain
     # the spell is the latest one: an earlier outage does not count
-    again = [(0.0, False), (1.0, True), (2.0, False), (3.0, False)]
-    assert (
-        CardData(name="a", reading=_reading(3.0, up=False), history=_history(again), now=5.0).down_for == 3.0
-    )
+    again = _history([(0.0, False), (1.0, True), (2.0, False), (3.0, False)])
+    assert CardData(name="a", reading=_reading(3.0, up=False), history=again, now=5.0).down_for == 3.0
 
 
 def _alerts() -> list[Alert]:
@@ -220,26 +205,11 @@ def test_the_badge_line_shortens_an_error_alert_or_advice_by_whole_words_and_say
 
 
 def test_the_detail_advice_drops_its_basis_rather_than_show_part_of_it() -> None:
-    """One line left under the figures: the advice whole without its basis, not the advice and the start
-    of the basis (`< bar` and the bar's figure gone)."""
-    advice = Advice(
-        4,
-        best_k=4,
-        speedup_by_k={4: 1.0, 3: 1.02},
-        basis="the step costs measured at k=2-5 under the load of the last minutes",
-    )
+    basis = "the step costs measured at k=2-5 under the load of the last minutes"
+    advice = Advice(4, best_k=4, speedup_by_k={4: 1.0, 3: 1.02}, basis=basis)
     line = f"advice {advice.line()}"
     assert advice_lines(advice, 78, 1) == [line]
     assert " ".join(part.strip() for part in advice_lines(advice, 78, 2)) == f"{line} ({advice.basis})"
-
-
-class CardApp(App[None]):
-    def __init__(self, data: CardData) -> None:
-        super().__init__()
-        self.data = data
-
-    def compose(self) -> ComposeResult:
-        yield EndpointCard(self.data)
 
 
 async def test_long_model_names_keep_their_tail_or_the_part_that_differs_and_the_card_title_is_cut_left() -> (
@@ -255,15 +225,15 @@ async def test_long_model_names_keep_their_tail_or_the_part_that_differs_and_the
     assert short_model(seventy, 12) == "…FP8-dynamic"
     assert len(short_model("x" * 50, 1)) == 1
     model = "/models/huggingface/hub/deepseek-ai/DeepSeek-V3-0324-FP8-dynamic-quantized"
-    app = CardApp(CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0))
+    app: App[None] = App()
     async with app.run_test(size=(80, 8)) as pilot:
+        await app.mount(
+            EndpointCard(CardData(name="mtp-on", backend="vllm", model=model, reading=_reading(1.0), now=1.0))
+        )
         await pilot.pause()
         title = str(app.query_one(EndpointCard).border_title)
         assert title.startswith("mtp-on · vllm · …") and title.endswith("FP8-dynamic-quantized")
         assert len(title) <= 76
-
-
-# --- the detail's charts on a card that has the room; per position that fits; labels ---------------------
 
 
 def _positions(line: str) -> list[str]:
@@ -316,16 +286,12 @@ def test_a_card_with_room_draws_the_detail_charts_from_its_own_history() -> None
     assert charts_fit(data, width, height)
     lines = [line.plain for line in card_lines(data, width, height)]
     assert len(lines) == height and all(len(line) <= width for line in lines)
-    titles = [
-        index for index, line in enumerate(lines) if line.startswith(("gen tok/s", "TTFT p50", "acceptance"))
-    ]
+    titles = [i for i, line in enumerate(lines) if line.startswith(("gen tok/s", "TTFT p50", "acceptance"))]
     assert [lines[index].split()[0] for index in titles] == ["gen", "TTFT", "acceptance"]
     assert len(titles) == len(FIGURE_CHARTS)
     # the y range at the left of the tokens/s chart: the ramp's bottom and top, in the vocabulary
     chart = lines[titles[0] + 1 : titles[1]]
-    assert (
-        190.0 < float(chart[0][:GUTTER]) <= 200.0 and 0.0 <= float(chart[-1][:GUTTER]) < 10.0
-    )  # column means
+    assert 190.0 < float(chart[0][:GUTTER]) <= 200.0 and 0.0 <= float(chart[-1][:GUTTER]) < 10.0  # means
     # ... the detail screen's chart of the same window and size, drawn from the card's history
     start = now - CARD_CHART_WINDOW_S
     detail = chart_lines(
@@ -338,12 +304,9 @@ def test_a_card_with_room_draws_the_detail_charts_from_its_own_history() -> None
     assert lines[-1] == badge_line(data, width).plain
     # too short, or too narrow: sparklines (roomy), then the compact lines; no time axis
     assert not any("-5 min" in line.plain for line in card_lines(data, width, 7))
-    assert [line.plain for line in card_lines(data, width, 7)] == [
-        line.plain for line in roomy_lines(data, width)
-    ]
-    assert [line.plain for line in card_lines(data, width, 3)] == [
-        line.plain for line in compact_lines(data, width)
-    ]
+    plain = lambda lines: [line.plain for line in lines]  # noqa: E731
+    assert plain(card_lines(data, width, 7)) == plain(roomy_lines(data, width))
+    assert plain(card_lines(data, width, 3)) == plain(compact_lines(data, width))
     assert not charts_fit(data, 30, 40)
     # a down card with charts says for how long and where, first; why it is down, last
     history = _ramp_history(now - 30.0)  # nothing for the last 30 s

@@ -1,5 +1,4 @@
-"""Detail charts with axes: the y range at the left, a time axis under them, and markers
-for restarts and config changes at the time they happened. Pure drawing functions, no app; then the app."""
+"""Detail charts with axes: y range, time axis, restart and config markers; drawing alone, then the app."""
 
 from __future__ import annotations
 
@@ -55,6 +54,9 @@ def test_the_y_range_is_at_the_left_top_and_bottom() -> None:
     assert lines[-1][:GUTTER].strip() == fmt_latency(scale.low)
     assert lines[2][:GUTTER].strip() == ""
     assert lines[0].startswith("TTFT p50  ") and "(" not in lines[0]
+    rows = [line[GUTTER:] for line in lines[1:]]  # not a solid block from zero:
+    assert not all(char == "█" for char in rows[-1].strip())  # the lows do not fill the bottom row
+    assert any(char == "█" for char in rows[0])  # the highs reach the top
     # one row: no room at the left for two labels, the range goes in the title
     one = [line.plain for line in chart_lines(ACCEPTANCE, times, [0.7] * 60, 0.0, 60.0, 40, 2)]
     assert f"({fmt_rate(0.0)}–{fmt_rate(1.0)})" in one[0]
@@ -126,15 +128,11 @@ def test_axis_ticks_fit_and_no_two_read_the_same_at_any_width() -> None:
             assert len(axis) == width and axis.rstrip().endswith("now")
             words = [word for word in axis.split() if not word.isdigit()]  # the "30" of "-2 h 30 min"
             assert all(word == "now" or word.startswith("-") or word in ("min", "s", "h") for word in words)
-            labels = [
-                label.strip() for label in re.findall(r"-\d[^-]*?(?= {2,}|\s*$)", axis.replace("now", ""))
-            ]
+            found = re.findall(r"-\d[^-]*?(?= {2,}|\s*$)", axis.replace("now", ""))
+            labels = [label.strip() for label in found]
             assert len(labels) == len(set(labels)), (width, span, labels)
             # the window's start and at least one tick, where there is room
             assert len(labels) >= 2 or width < 60, (width, span, labels)
-
-
-# --- sparklines and charts that do not lie: zero at the bottom, noise as a ripple
 
 
 BOTTOM, TOP = SPARK_CHARS[0], SPARK_CHARS[-1]
@@ -180,13 +178,3 @@ def test_scale_never_goes_below_zero_for_a_non_negative_series() -> None:
     assert scale_for([None, None]) is None
     fixed = scale_for([0.5, 0.51], low=0.0, high=1.0)
     assert fixed is not None and (fixed.low, fixed.high) == (0.0, 1.0)
-
-
-def test_detail_chart_of_ttft_is_not_a_solid_block_from_zero() -> None:
-    times = [float(index) for index in range(40)]
-    values: list[float | None] = [0.040 + (0.005 if index % 4 < 2 else -0.005) for index in range(40)]
-    lines = [line.plain for line in chart_lines(TTFT, times, values, 0.0, 39.0, 40, 5)]
-    rows = [line[GUTTER:] for line in lines[1:]]
-    assert lines[1].startswith("  45 ms ") and lines[-1].startswith("  35 ms ")  # the axis it is drawn on
-    assert not all(char == "█" for char in rows[-1].strip())  # the lows do not fill the bottom row
-    assert any(char == "█" for char in rows[0])  # the highs reach the top

@@ -101,8 +101,7 @@ def test_the_demo_starts_its_sims_and_one_that_dies_is_reaped_reported_and_start
         assert result.returncode == 0, result.stdout
         assert "started again" in result.stdout
         assert httpx.get(f"{endpoint.url}/health", timeout=5.0).status_code == 200  # same URL
-        new_pid = sims.processes[1].pid
-        assert new_pid != dead_pid
+        assert (new_pid := sims.processes[1].pid) != dead_pid
         # A live sim is restarted with SIGHUP, and the command waits until it is back.
         result = _run_restart_command(endpoint.restart_command)
         assert result.returncode == 0 and "restarted on" in result.stdout, result.stdout
@@ -117,9 +116,8 @@ def _accepted_after_a_request(url: str) -> tuple[float, float]:
     """(drafted, accepted) draft tokens of one completion, from the counters of a fresh (restarted) sim."""
     httpx.post(f"{url}/v1/completions", json={"prompt": "x", "max_tokens": 40}, timeout=30).raise_for_status()
     page = samples(httpx.get(f"{url}/metrics", timeout=5.0).text)
-    return value(page, "vllm:spec_decode_num_draft_tokens_total"), value(
-        page, "vllm:spec_decode_num_accepted_tokens_total"
-    )
+    drafted, accepted = (f"vllm:spec_decode_num_{kind}_tokens_total" for kind in ("draft", "accepted"))
+    return value(page, drafted), value(page, accepted)
 
 
 def test_a_demo_sim_keeps_its_control_changes_across_every_restart() -> None:
@@ -142,7 +140,7 @@ def test_a_demo_sim_keeps_its_control_changes_across_every_restart() -> None:
         assert drafted > 0 and accepted == 0
 
 
-# --- the next demo removes the folders of demos that were killed, and only those
+NAMES = ("mtp-off", "mtp-on")
 
 
 def _dead_pid() -> int:
@@ -166,18 +164,13 @@ def test_only_folders_of_dead_demos_are_removed(tmp_path: Path) -> None:
     (tmp_path / "unrelated").mkdir()
     removed = clean_old_folders(tmp_path, now=now)
     assert sorted(removed) == sorted([folders["dead"], folders["old"]])
-    assert (
-        all(folders[name].exists() for name in ("alive", "kept", "young"))
-        and (tmp_path / "unrelated").exists()
-    )
+    assert all(folders[name].exists() for name in ("alive", "kept", "young"))
+    assert (tmp_path / "unrelated").exists()
 
 
 async def test_the_demo_burst_is_mtp_off_against_mtp_on() -> None:
-    endpoints = [
-        EndpointSettings(name=name, url=f"http://127.0.0.1:{port}")
-        for name, port in (("mtp-off", 9), ("mtp-on", 10))
-    ]
-    app = spectop(*endpoints, bench_pair=("mtp-off", "mtp-on"))
+    endpoints = [EndpointSettings(name=name, url=f"http://127.0.0.1:{9 + i}") for i, name in enumerate(NAMES)]
+    app = spectop(*endpoints, bench_pair=NAMES)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: len(app.screen.query("EndpointCard")) == 2)
         await pilot.press("down", "down")  # mtp-on's card (as after editing it)

@@ -1,6 +1,4 @@
-"""`spectop demo` tells its story: A = MTP off, B = MTP on; an intro line until the first key; the KV-cache
-figure moves with the load; the sample configs explain themselves; the hints (with the guard's /sim/control
-URL, README's numbers) come back from the help and the palette."""
+"""`spectop demo` tells its story: A = MTP off, B = MTP on, an intro line, the hints, the guard."""
 
 from __future__ import annotations
 
@@ -134,9 +132,6 @@ def test_sample_configs_speak_of_themselves() -> None:
     for path in sample_configs_dir().iterdir():
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"\bseed\b(?! *=)|article", text, re.IGNORECASE), path.name
-
-
-# --- the demo guards mtp-on at its file's threshold, said on screen, and says how to lower acceptance
 
 
 async def test_the_demo_guards_mtp_on_at_its_files_threshold_and_says_how_to_lower_its_acceptance() -> None:

@@ -12,7 +12,15 @@ import pytest
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Log, OptionList, Select, Static, TabbedContent, TextArea
-from ui_waiting import editing, opened_editor, press_at_once, press_into, wait_for, wait_for_screen
+from ui_waiting import (
+    editing,
+    opened_editor,
+    press_at_once,
+    press_into,
+    press_then_pause,
+    wait_for,
+    wait_for_screen,
+)
 
 from tui.configs.document import dotted
 from tui.configs.schemas import SCHEMAS, field_specs
@@ -23,8 +31,6 @@ from tui.ui.editor_app import EditorApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog, RestartDialog
 from tui.widgets.config_field import FOCUS_MARK, ConfigFieldRow
 from tui.widgets.edit_mode import HELP_ROW
-
-SIZE = (80, 24)
 
 
 def field_input(screen: EditorScreen, *path: str) -> Input:
@@ -42,17 +48,10 @@ async def type_into(pilot: Pilot, widget: Input, text: str, *, enter: bool = Tru
 
 
 async def save_to_the_diff(pilot: Pilot) -> DiffDialog:
-    """ctrl+s: the diff dialog of the changes."""
     await pilot.press("ctrl+s")
     await wait_for_screen(pilot, DiffDialog)
     assert isinstance(pilot.app.screen, DiffDialog)
     return pilot.app.screen
-
-
-def changed_lines(before: bytes, after: bytes) -> list[tuple[bytes, bytes]]:
-    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    assert len(old) == len(new)
-    return [(a, b) for a, b in zip(old, new, strict=True) if a != b]
 
 
 async def test_edit_a_field_see_the_diff_save_see_the_file_and_never_overwrite_an_external_change_unasked(
@@ -64,16 +63,15 @@ async def test_edit_a_field_see_the_diff_save_see_the_file_and_never_overwrite_a
         assert "modified" in str(screen.query_one("#editor-title", Static).render())
         assert config_toml.read_bytes() == before  # nothing written before ctrl+s
         await save_to_the_diff(pilot)
-        await pilot.press("escape")  # declined: nothing written
-        await wait_for_screen(pilot, EditorScreen)
+        await press_into(pilot, EditorScreen, "escape")  # declined: nothing written
         assert config_toml.read_bytes() == before
         dialog = await save_to_the_diff(pilot)
         assert "-num_speculative_tokens = 2" in dialog.diff and "+num_speculative_tokens = 3" in dialog.diff
         await pilot.press("y")
         await wait_for(pilot, lambda: config_toml.read_bytes() != before, "the save")
-        assert changed_lines(before, config_toml.read_bytes()) == [
-            (b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")
-        ]
+        old, new = before.splitlines(keepends=True), config_toml.read_bytes().splitlines(keepends=True)
+        changed = [(a, b) for a, b in zip(old, new, strict=True) if a != b]  # strict: no line added or lost
+        assert changed == [(b"num_speculative_tokens = 2\n", b"num_speculative_tokens = 3\n")]
         assert (config_toml.parent / "config.toml.bak").read_bytes() == before
         await wait_for_screen(pilot, EditorScreen)
         title = screen.query_one("#editor-title", Static)
@@ -85,16 +83,13 @@ async def test_edit_a_field_see_the_diff_save_see_the_file_and_never_overwrite_a
         config_toml.write_text(external)
         for answer in ("n", "o"):  # no: the file as changed on disk; o: overwritten
             await save_to_the_diff(pilot)
-            await pilot.press("y")
-            await wait_for_screen(pilot, ConfirmDialog)
+            await press_into(pilot, ConfirmDialog, "y")
             assert "changed on disk" in pilot.app.screen.question
-            await pilot.press(answer)
-            await wait_for_screen(pilot, EditorScreen)
+            await press_into(pilot, EditorScreen, answer)
             assert config_toml.read_text() == external or answer == "o"
         await wait_for(pilot, lambda: "max_num_seqs = 16" in config_toml.read_text(), "the overwrite")
         await wait_for(pilot, lambda: not screen.has_unsaved_changes(), "saved")
-        await pilot.press("escape")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")
         assert not isinstance(pilot.app.screen, ConfirmDialog)
 
 
@@ -111,13 +106,11 @@ async def test_undo_reverts_the_last_field_change_and_an_invalid_value_is_shown_
         await type_into(pilot, field_input(screen, "model", "tensor_parallel_size"), "2")
         assert screen.document is not None
         assert screen.document.get(("model", "tensor_parallel_size")) == 2
-        await pilot.press("ctrl+z")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+z")
         assert screen.document.get(("model", "tensor_parallel_size")) == 8
         assert screen.document.get(("speculative", "num_speculative_tokens")) == 4
         assert field_input(screen, "model", "tensor_parallel_size").value == "8"
-        await pilot.press("ctrl+z")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+z")
         assert screen.document.text == before
         assert screen.query_one("#raw", TextArea).text == before
         gpu = field_input(screen, "model", "gpu_memory_utilization")
@@ -128,8 +121,7 @@ async def test_undo_reverts_the_last_field_change_and_an_invalid_value_is_shown_
         assert screen.document.text == before
         await pilot.press("enter")  # an invalid value is not applied
         assert screen.document.text == before
-        await pilot.press("ctrl+s")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+s")
         assert not isinstance(pilot.app.screen, DiffDialog)
         assert "cannot save: model.gpu_memory_utilization" in status_text(screen)
         assert pilot.app.focused is gpu
@@ -149,8 +141,7 @@ async def test_select_and_switch_fields_and_undo_of_a_removed_key(tmp_path: Path
         select.value = Select.NULL  # "(not set)" removes the key
         await pilot.pause()
         assert screen.document is not None and not screen.document.has(("speculative_algorithm",))
-        await pilot.press("ctrl+z")  # undo puts it back in place
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+z")  # undo puts it back in place
         assert screen.document.text == before
         assert select.value == "EAGLE"
         select.value = "NEXTN"
@@ -174,8 +165,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
         raw = screen.query_one("#raw", TextArea)
         assert raw.cursor_location[0] == 4  # line 5, 0-based
         assert raw.cursor_location[1] == screen.syntax_error.column - 1
-        await pilot.press("ctrl+s")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+s")
         assert not isinstance(pilot.app.screen, DiffDialog)
         assert "cannot save" in str(screen.query_one("#editor-status", Static).render())
         assert broken.read_bytes() == before
@@ -197,8 +187,7 @@ async def test_file_with_syntax_error_opens_in_raw_view_and_cannot_be_saved(tmp_
         raw.move_cursor((1, 0))
         await pilot.press("i", *"= [")
         await wait_for(pilot, lambda: screen.document is None, "the syntax error")
-        await pilot.press("f2", "ctrl+s")
-        await pilot.pause()
+        await press_then_pause(pilot, "f2", "ctrl+s")
         assert not isinstance(pilot.app.screen, DiffDialog)
         assert screen.query_one(TabbedContent).active == "raw-pane"
         assert screen.syntax_error is not None and raw.cursor_location[0] == screen.syntax_error.line - 1
@@ -216,8 +205,7 @@ async def test_lint_and_launch_views(tmp_path: Path) -> None:
         lint_list = screen.query_one("#lint-list", OptionList)
         assert lint_list.highlighted == 0  # f4 highlights the first finding: enter jumps to its line at once
         lint_list.highlighted = removed
-        await pilot.press("enter")
-        await pilot.pause()
+        await press_then_pause(pilot, "enter")
         assert screen.query_one(TabbedContent).active == "raw-pane"
         assert screen.query_one("#raw", TextArea).cursor_location[0] == screen.findings[removed].line - 1
         await pilot.press("f5")
@@ -230,17 +218,17 @@ async def test_lint_and_launch_views(tmp_path: Path) -> None:
 
 
 async def test_save_and_restart_runs_the_command_and_waits_for_health(config_toml: Path) -> None:
-    polls = {"count": 0}
+    polls: list[httpx.Request] = []
 
     def health(request: httpx.Request) -> httpx.Response:
-        polls["count"] += 1
-        return httpx.Response(200 if polls["count"] >= 2 else 503)
+        polls.append(request)
+        return httpx.Response(200 if len(polls) >= 2 else 503)
 
     restart = [sys.executable, "-c", "print('restarting the server'); print('done')"]
     app = EditorApp(config_toml, restart_command=restart, health_url="http://127.0.0.1:9/health")
     await app.http_client.aclose()
     app.http_client = httpx.AsyncClient(transport=httpx.MockTransport(health))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         screen = await opened_editor(pilot)
         await type_into(pilot, field_input(screen, "speculative", "num_speculative_tokens"), "1")
         await press_into(pilot, DiffDialog, "ctrl+r")
@@ -255,7 +243,7 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
         await wait_for(pilot, lambda: dialog.finished, "the restart to finish")
         assert "server is back" in str(dialog.query_one("#restart-status", Static).render())
         assert "restarting the server" in "\n".join(dialog.query_one(Log).lines)
-        assert polls["count"] == 2
+        assert len(polls) == 2
         assert "num_speculative_tokens = 1" in config_toml.read_text()
         await press_into(pilot, EditorScreen, "escape")
         await pilot.press("ctrl+s")  # a plain save says save
@@ -264,9 +252,6 @@ async def test_save_and_restart_runs_the_command_and_waits_for_health(config_tom
 
 def _texts(screen: object) -> str:
     return "\n".join(str(static.render()) for static in screen.query(Static))  # type: ignore[attr-defined]
-
-
-# --- field help: the whole description on screen (wrapped, never cut), the range said once
 
 
 # A range in words or brackets inside a description says it a second time (the row adds `range_text`).
@@ -281,12 +266,6 @@ def test_descriptions_do_not_repeat_the_range_nor_stop_mid_phrase(kind: str) -> 
         if spec.range_text:
             assert not _RANGE_IN_WORDS.search(spec.help), (spec.key, spec.help)
         assert not _CUT.search(spec.help.strip()), (spec.key, spec.help)
-
-
-def test_ranges_read_without_float_noise() -> None:
-    ranges = {spec.key: spec.range_text for spec in field_specs("vllm_toml")}
-    assert ranges["speculative.num_speculative_tokens"] == "[1, 16]"
-    assert ranges["model.gpu_memory_utilization"] == "(0, 1]"
 
 
 @pytest.mark.parametrize("sample", ["config.toml", "sglang_settings.json", "client_settings.json"])
@@ -307,9 +286,6 @@ async def test_every_help_line_is_shown_whole_at_80_columns(tmp_path: Path, samp
             field = row.query_one("#value")
             if isinstance(field, Input) and row.spec.range_text:  # an unset field: its range once, below
                 assert row.spec.range_text not in field.placeholder, row.spec.key
-
-
-# --- focus moves as in any terminal form (↑↓, scrolled into view, `▶`, named in the status line)
 
 
 def focused_row(screen: EditorScreen) -> ConfigFieldRow | None:
@@ -339,8 +315,7 @@ async def test_arrows_then_a_digit_edit_the_field_the_arrows_reached(config_toml
 async def test_the_focused_field_is_marked_named_and_in_view_the_help_says_how_focus_moves_and_pages_move_it(
     config_toml: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first field is focused on opening: its hint does not replace what was opened (as the user and
-    the snapshots see it); focusing another field marks it, names it and scrolls it into view."""
+    """On opening, the first field's hint does not replace what was opened (as the snapshots show)."""
     monkeypatch.setenv("NO_COLOR", "1")  # the mark is a shape, not a colour
     async with editing(config_toml) as (pilot, screen):
         form = screen.query_one("#form-fields", VerticalScroll)

@@ -11,7 +11,16 @@ from typing import ClassVar
 
 import pytest
 from textual.widgets import Input, Static, TextArea
-from ui_waiting import editing, opened_editor, spectop, wait_for, wait_for_exit, wait_for_screen
+from ui_waiting import (
+    editing,
+    opened_editor,
+    press_into,
+    press_then_pause,
+    spectop,
+    wait_for,
+    wait_for_exit,
+    wait_for_screen,
+)
 
 from tests.telemetry.metrics_test_server import closed_port
 from tui.paths import sample_configs_dir
@@ -24,8 +33,7 @@ SIZE = (80, 24)
 REPO = Path(__file__).resolve().parents[2]
 
 
-def recovery_path(path: Path) -> Path:
-    """Where the error message says the unsaved edits went (the user-facing contract)."""
+def recovery_path(path: Path) -> Path:  # where the error message says the unsaved edits went
     return path.with_name(path.name + ".spectop-recovery")
 
 
@@ -44,18 +52,12 @@ async def test_typing_then_erasing_in_the_raw_view_while_the_form_rebuilds(confi
         await pilot.pause(0)
         raw.action_delete_left()  # … when the text parses again
         await pilot.pause()  # both edits handled (the pilot.app idle), then the rebuild they started finishes
-
-        def rebuilt() -> bool:
-            rows = screen._rows
-            return (
-                screen.document is not None and bool(rows) and len(screen.query(ConfigFieldRow)) == len(rows)
-            )
-
-        await wait_for(pilot, rebuilt, "one finished build of the form")
-        assert pilot.app.is_running
+        built = lambda: len(screen.query(ConfigFieldRow)) == len(screen._rows)  # noqa: E731  (none left over)
+        await wait_for(
+            pilot, lambda: screen.document is not None and bool(screen._rows) and built(), "a build"
+        )
+        assert pilot.app.is_running and built()
         assert screen.document is not None and screen.document.text == config_toml.read_text()
-        rows = list(screen.query(ConfigFieldRow))
-        assert len(rows) == len(screen._rows)  # one build's rows, none left over
         assert screen._rows[("speculative", "num_speculative_tokens")].pending_text is None
 
 
@@ -109,22 +111,17 @@ async def edit_a_field(pilot, screen: EditorScreen, value: str) -> None:  # type
 
 
 async def ask_cancel_ask_answer(pilot, first_key: str, second_key: str, answer: str) -> None:  # type: ignore[no-untyped-def]
-    """Quit with `first_key`, cancel the question, quit with `second_key`, answer `answer`; the app ends."""
-    await pilot.press(first_key)
-    await wait_for_screen(pilot, ConfirmDialog)
+    await press_into(pilot, ConfirmDialog, first_key)
     assert "unsaved changes" in pilot.app.screen.question
-    await pilot.press("n")  # cancel: still editing
-    await wait_for_screen(pilot, EditorScreen)
+    await press_into(pilot, EditorScreen, "n")  # cancel: still editing
     assert pilot.app.is_running
-    await pilot.press(second_key)
-    await wait_for_screen(pilot, ConfirmDialog)
+    await press_into(pilot, ConfirmDialog, second_key)
     await pilot.press(answer)
     await wait_for_exit(pilot)
 
 
 @pytest.mark.parametrize("key", ["ctrl+q", "ctrl+c"])
 async def test_quitting_spectop_edit_asks_and_saves(config_toml: Path, key: str) -> None:
-    """ctrl+q / ctrl+c with unsaved edits ask first (and can save) instead of quitting and losing them."""
     async with editing(config_toml) as (pilot, screen):
         await edit_a_field(pilot, screen, "8")
         await ask_cancel_ask_answer(pilot, key, key, "s")
@@ -141,11 +138,9 @@ async def test_a_recovery_copy_is_said_on_opening_the_quit_action_and_escape_ask
         await edit_a_field(pilot, screen, "8")
         await pilot.app.run_action("quit")  # the command palette's "Quit"
         await wait_for_screen(pilot, ConfirmDialog)
-        await pilot.press("escape")
-        await wait_for_screen(pilot, EditorScreen)
+        await press_into(pilot, EditorScreen, "escape")
         screen.query_one("#raw", TextArea).focus()
-        await pilot.press("i", "escape", "escape")  # into the raw text and out of it, then close
-        await wait_for_screen(pilot, ConfirmDialog)
+        await press_into(pilot, ConfirmDialog, "i", "escape", "escape")  # into the raw text, out, close
         await pilot.press("d")
         await wait_for_exit(pilot)
     assert "max_num_seqs = 64\n" in config_toml.read_text()
@@ -179,7 +174,6 @@ def oom_log(tmp_path: Path) -> Path:
 async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
     config_toml: Path, tmp_path: Path
 ) -> None:
-    """The restart's health wait is under a minute and says why it failed (the log's last errors)."""
     assert RestartDialog(["true"], None, None).health_timeout_s <= 60  # never minutes by default
     crash = oom_log(tmp_path)
     log = tmp_path / "endpoint.log"
@@ -191,12 +185,9 @@ async def test_the_health_wait_times_out_and_shows_the_logs_last_errors(
     options = {"restart_command": restart, "health_url": url, "log_file": log, "health_timeout_s": 0.5}
     async with editing(config_toml, size=(100, 30), **options) as (pilot, screen):
         await edit_a_field(pilot, screen, "8")
-        await pilot.press("ctrl+r")
-        await wait_for_screen(pilot, DiffDialog)
-        await pilot.press("y")
-        await wait_for_screen(pilot, ConfirmDialog)
-        await pilot.press("y")
-        await wait_for_screen(pilot, RestartDialog)
+        await press_into(pilot, DiffDialog, "ctrl+r")
+        await press_into(pilot, ConfirmDialog, "y")
+        await press_into(pilot, RestartDialog, "y")
         dialog = pilot.app.screen
         assert isinstance(dialog, RestartDialog)
         await wait_for(pilot, lambda: dialog.finished, "the restart to finish")
@@ -223,16 +214,12 @@ async def test_a_screen_that_uses_ctrl_c_keeps_it() -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = Cancellable()
         await app.push_screen(screen)
-        await pilot.press("ctrl+c")
-        await pilot.pause()
+        await press_then_pause(pilot, "ctrl+c")
         assert screen.cancelled == 1 and app.is_running
         app.pop_screen()
         await pilot.pause()
         await pilot.press("ctrl+c")
         await wait_for_exit(pilot)
-
-
-# --- opening a JSON file in the editor does not crash (tree-sitter's JSON queries)
 
 
 _SCRIPT = textwrap.dedent(

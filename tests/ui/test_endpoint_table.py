@@ -1,5 +1,4 @@
-"""Room on the dashboard: a grid of cards from 120 columns, and the table view (sortable, updated cell by
-cell) when the cards do not fit or on `v`."""
+"""Room on the dashboard: a grid of cards from 120 columns, else the table view (also on `v`)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Static
-from ui_waiting import Replayed, press_into, spectop, wait_for, wait_for_dashboard
+from ui_waiting import Replayed, press_into, press_then_pause, spectop, wait_for, wait_for_dashboard
 
 from tests.fleet.fake_fleet import scripted_app
 from tui.fleet.table_rows import FleetRow
@@ -64,7 +63,6 @@ def test_rows_sort_with_unknown_figures_last_either_way_and_names_by_their_numbe
 
 
 def test_the_fleet_table_is_the_endpoint_table_extended() -> None:
-    """One table: the fleet's rows are endpoint rows with extras, its figure columns the same columns."""
     assert issubclass(FleetTable, EndpointTable) and issubclass(FleetRow, EndpointRow)
 
     def figures(columns: tuple[Column, ...]) -> list[tuple[object, ...]]:
@@ -76,23 +74,17 @@ def test_the_fleet_table_is_the_endpoint_table_extended() -> None:
     assert sorted_rows([row], "tokens_per_s") == [row]  # the endpoint rows' sorting
 
 
-def _column_texts(table: EndpointTable, column: str) -> list[str]:
-    return [table.get_cell(name, column).plain.strip() for name in table.endpoints]
-
-
 async def test_table_view_sorts_opens_the_detail_and_shows_the_autopilots_line_of_the_cursors_row(
     replayed: Replayed,
 ) -> None:
-    """A card shows its endpoint's autopilot line; a table row has no room: the line of the row under the
-    cursor shows above the table."""
+    """A table row has no room for the autopilot's line: the cursor row's shows above the table."""
     async with replayed() as (pilot, app):
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, DashboardScreen) and screen.view == "cards"
         lines = {"mtp-on": "autopilot: watching · k=3 now", "mtp-off": "autopilot: canary k=2, 1 min"}
         screen.post_message(AutopilotUpdated(lines))
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         table = screen.query_one(EndpointTable)
         assert screen.view == "table" and table.has_focus and table.row_count == 3
         assert table.endpoints[0] == "mtp-on"  # the critical alert first (status sort)
@@ -102,22 +94,18 @@ async def test_table_view_sorts_opens_the_detail_and_shows_the_autopilots_line_o
             return str(line.render()) if line.display else ""
 
         await wait_for(pilot, lambda: shown() == f"mtp-on: {lines['mtp-on']}", "the line of the first row")
-        await pilot.press(">", ">")  # status → name → tok/s (no model column at 80: it does not sort)
-        await pilot.pause()
+        await press_then_pause(pilot, ">", ">")  # status → name → tok/s (no model column at 80 to sort)
         assert table.sort_column == "tokens_per_s"
-        speeds = [float(text) for text in _column_texts(table, "tokens_per_s")]
+        speeds = [float(table.get_cell(name, "tokens_per_s").plain) for name in table.endpoints]
         assert speeds == sorted(speeds)
-        await pilot.press("i")
-        await pilot.pause()
+        await press_then_pause(pilot, "i")
         assert table.endpoints == ["mtp-on", "mtp-off", "llama-draft"]
         assert "▼" in str(table.columns["tokens_per_s"].label)  # type: ignore[index]
         await pilot.press("down")
         await wait_for(pilot, lambda: shown() == f"mtp-off: {lines['mtp-off']}", "the line of the next row")
-        await pilot.press("enter")
-        await pilot.pause()
+        await press_then_pause(pilot, "enter")
         assert isinstance(app.screen, DetailScreen) and app.screen.endpoint == "mtp-off"
-        await pilot.press("escape", "v")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape", "v")
         assert screen.view == "cards" and isinstance(app.focused, EndpointCard)
         await wait_for(pilot, lambda: not line.display, "no line above the cards")
 
@@ -128,8 +116,7 @@ async def test_a_tick_redraws_only_the_cells_that_changed(
     async with replayed((120, 36)) as (pilot, app):
         screen = app.screen
         assert isinstance(screen, DashboardScreen)
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         table = screen.query_one(EndpointTable)
         updates: list[tuple[object, object]] = []
         added: list[object] = []
@@ -151,13 +138,11 @@ async def test_a_tick_redraws_only_the_cells_that_changed(
         table.set_rows(entries)  # the same figures again
         assert updates == [] and added == []
         mtp_off, trend = next(entry for entry in entries if entry[0].name == "mtp-off")
-        faster = dataclasses.replace(mtp_off, tokens_per_s=999.0)
-        table.set_rows([(faster, trend)])
+        table.set_rows([(dataclasses.replace(mtp_off, tokens_per_s=999.0), trend)])
         assert updates == [("mtp-off", "tokens_per_s")] and added == []
 
 
 def _nowhere(names: list[str]) -> list[EndpointSettings]:
-    """Endpoints where nothing listens."""
     return [EndpointSettings(name=name, url=f"http://127.0.0.1:{9 + i}") for i, name in enumerate(names)]
 
 
@@ -166,8 +151,7 @@ async def test_the_table_comes_by_itself_when_cards_do_not_fit_its_text_widths_h
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         screen = app.screen
-        assert isinstance(screen, DashboardScreen)
-        assert screen.view == "table"
+        assert isinstance(screen, DashboardScreen) and screen.view == "table"
         assert screen.query_one(EndpointTable).row_count == 8
         await pilot.resize_terminal(200, 50)
         await pilot.pause()
@@ -189,10 +173,6 @@ async def test_the_table_comes_by_itself_when_cards_do_not_fit_its_text_widths_h
                 assert widths[column.sort] >= max(cells), column.sort
 
 
-def _table_lines(app: SpectopApp) -> list[str]:
-    return next(lines for name, lines in widget_lines(app).items() if name.startswith("EndpointTable"))
-
-
 @pytest.mark.parametrize(
     ("size", "host", "count"),
     [
@@ -206,8 +186,7 @@ def _table_lines(app: SpectopApp) -> list[str]:
 async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
     size: tuple[int, int], host: str, count: int
 ) -> None:
-    """Two sims on 38531 and 38532 read apart: a name gets the room it needs (`127.0.0.1:38531` whole and a
-    space before the next column), and one too long for the room keeps its port (`…ple.com:38531`)."""
+    """Two sims on 38531 and 38532 read apart: `127.0.0.1:38531` whole, or a long name `…ple.com:38531`."""
     names = [f"{host}:{38531 + index}" for index in range(count)]
     app = spectop(*_nowhere(names))
     async with app.run_test(size=size) as pilot:
@@ -219,16 +198,13 @@ async def test_table_names_are_whole_with_a_gap_or_keep_their_port(
         table = screen.query_one(EndpointTable)
         await wait_for(pilot, lambda: table.row_count == count and bool(table.size.width))
         await pilot.pause()
-        lines = _table_lines(app)
+        lines = next(lines for name, lines in widget_lines(app).items() if name.startswith("EndpointTable"))
         for name in names[: size[1] - 6]:  # those on the screen
             port = name.rsplit(":", 1)[1]
             shown = next((word for line in lines for word in line.split() if f":{port}" in word), None)
             assert shown is not None, f"no row shows port {port}:\n" + "\n".join(lines)
             assert shown == name or (shown.startswith("…") and name.endswith(shown[1:])), shown
         assert not cut_figures(app)
-
-
-# --- the table view's columns are the user's: chosen, ordered, sorted only by visible ones
 
 
 def _app() -> SpectopApp:
@@ -253,9 +229,7 @@ async def test_choose_and_order_columns_or_escape_then_sort_only_by_visible_ones
         table = await _table_view(pilot, app)
         before = _headers(table)
         assert before[:3] == ["status ▲", "endpoint", "tok/s"]
-        await press_into(
-            pilot, DashboardScreen, "c", "space", "escape"
-        )  # escape leaves the columns as they were
+        await press_into(pilot, DashboardScreen, "c", "space", "escape")  # the columns as they were
         assert _headers(table) == before
         await press_into(pilot, ColumnChooser, "c")
         await pilot.press("space")  # status hidden
@@ -269,8 +243,7 @@ async def test_choose_and_order_columns_or_escape_then_sort_only_by_visible_ones
             await pilot.press("greater_than_sign")
             seen.add(table.sort_column)
         assert "status" not in seen and seen == set(table.visible_sorts)
-        marked = [h for h in _headers(table) if "▲" in h or "▼" in h]
-        assert len(marked) == 1
+        assert len([h for h in _headers(table) if "▲" in h or "▼" in h]) == 1
         await pilot.press("i")
         assert sum("▼" in h for h in _headers(table)) == 1
     remembered = remembered_table()
@@ -281,11 +254,8 @@ async def test_choose_and_order_columns_or_escape_then_sort_only_by_visible_ones
 async def test_the_choice_is_remembered_for_the_next_run_and_the_palette_lists_the_actions() -> None:
     path = state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps(
-            {"theme": "spectop-dark", "table": TableChoice(columns=["name", "kv"], sort="kv").model_dump()}
-        )
-    )
+    choice = TableChoice(columns=["name", "kv"], sort="kv")
+    path.write_text(json.dumps({"theme": "spectop-dark", "table": choice.model_dump()}))
     app = _app()
     async with app.run_test(size=(80, 24)) as pilot:
         table = await _table_view(pilot, app)
@@ -308,8 +278,7 @@ def characters(lines: list[list[Segment]]) -> list[Cells]:
 
 
 def compare_screen(table: EndpointTable) -> int:
-    """Every cell of the rows on the screen, made both ways (cursor and hover as DataTable would draw
-    them); how many were compared. Fails at the first difference."""
+    """How many cells of the rows on the screen were made both ways (cursor and hover too), all equal."""
     compared = 0
     cursor_row = table.cursor_coordinate.row
     for row_index in range(min(table.row_count, table.size.height)):
@@ -338,8 +307,7 @@ async def test_fleet_table_cells_made_directly_equal_datatables(size: tuple[int,
         await wait_for(pilot, lambda: bool(app.screen.query(FleetTable)))
         table = app.screen.query_one(FleetTable)
         await wait_for(pilot, lambda: len(table.endpoints) == 40)
-        await pilot.press("down", "down")
-        await pilot.pause()
+        await press_then_pause(pilot, "down", "down")
         assert compare_screen(table) > 100
 
 

@@ -1,7 +1,4 @@
-"""The dashboard's first frame with figures imports only what it draws: in a fresh interpreter, once a real
-local server's figures show, no module of other screens and modes is imported, no TLS context made for
-http://, no header read as markup; the guard's modules come later, in a thread.
-"""
+"""The dashboard's first frame with figures imports only what it draws, and marks lifetime figures."""
 
 from __future__ import annotations
 
@@ -18,7 +15,6 @@ from tests.telemetry.metrics_test_server import Reply, ReplyServer, sample_body
 from tui.format import LIFETIME_CAVEAT, LIFETIME_LEGEND, LIFETIME_MARK
 from tui.screens.help import HelpScreen
 from tui.settings import EndpointSettings
-from tui.ui.app import SpectopApp
 from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import EndpointTable
 
@@ -83,15 +79,7 @@ def test_the_first_frame_with_figures_imports_only_what_it_draws(tmp_path: Path)
     assert lines["guard"] == ",".join(NOT_BEFORE_THE_FIRST_FRAME[:3])  # then made, off the event loop
 
 
-# --- the first frame shows what the server already knows, marked, until two scrapes exist
-
-
 LIFETIME_ACCEPTANCE = f"70%{LIFETIME_MARK}"  # 1,430,743 / 2,041,330 accepted since the server started
-
-
-def _app(url: str) -> SpectopApp:
-    # One scrape at the start; the next only when the test asks (`poll_due`).
-    return spectop(EndpointSettings(name="mimo", url=url, backend="vllm"), poll_interval_s=3600.0)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
@@ -100,30 +88,30 @@ async def test_first_frame_shows_lifetime_figures_until_the_second_scrape_and_th
 ) -> None:
     replies = [Reply(sample_body("vllm", "metrics_t0.txt"))]
     async with ReplyServer(replies) as server:
-        app = _app(server.url)
+        # one scrape at the start; the next only when the test asks (`poll_due`)
+        app = spectop(EndpointSettings(name="mimo", url=server.url, backend="vllm"), poll_interval_s=3600.0)
         async with app.run_test(size=size) as pilot:
-            await wait_for(pilot, lambda: app.screen.query_one(EndpointCard).data.reading is not None)
+            card = app.screen.query_one(EndpointCard)
+            await wait_for(pilot, lambda: card.data.reading is not None)
             await pilot.pause()
             (text,) = card_texts(app).values()
-            assert LIFETIME_ACCEPTANCE in text
+            assert LIFETIME_ACCEPTANCE in text and LIFETIME_CAVEAT in text
             assert f"2.40{LIFETIME_MARK}" in text  # mean length 1 + 1,430,743 / 1,020,665
-            assert LIFETIME_CAVEAT in text
-            figures = app.screen.query_one(EndpointCard).data.figures
+            figures = card.data.figures
             assert figures.generation_tokens_per_s is None and figures.acceptance_rate is None
             assert not cut_figures(app, given=[LIFETIME_CAVEAT])
 
             await pilot.press("v")  # the table view marks them too
             await wait_for(pilot, lambda: bool(app.screen.query(EndpointTable)))
             table = app.screen.query_one(EndpointTable)
-            await wait_for(pilot, lambda: LIFETIME_ACCEPTANCE in _table_text(table))
+            cells = lambda: [str(cell) for row in range(table.row_count) for cell in table.get_row_at(row)]  # noqa: E731
+            await wait_for(pilot, lambda: LIFETIME_ACCEPTANCE in " ".join(cells()))
             assert not cut_figures(app)
             await pilot.press("v")
 
             server.replies = [Reply(sample_body("vllm", "metrics_t1.txt"))]
             app.source.poll_due()  # type: ignore[attr-defined]  # the live source: the second scrape now
-            await wait_for(
-                pilot, lambda: app.screen.query_one(EndpointCard).data.figures.acceptance_rate is not None
-            )
+            await wait_for(pilot, lambda: card.data.figures.acceptance_rate is not None)
             await pilot.pause()
             (text,) = card_texts(app).values()
             assert LIFETIME_MARK not in text and LIFETIME_CAVEAT not in text
@@ -132,7 +120,3 @@ async def test_first_frame_shows_lifetime_figures_until_the_second_scrape_and_th
             await press_into(pilot, HelpScreen, "question_mark")  # the help explains the mark
             assert LIFETIME_LEGEND in str(app.screen.query_one("#notes", Static).render())
             assert not cut_figures(app, given=[LIFETIME_LEGEND])
-
-
-def _table_text(table: EndpointTable) -> str:
-    return " ".join(" ".join(str(cell) for cell in table.get_row_at(row)) for row in range(table.row_count))

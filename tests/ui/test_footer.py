@@ -1,6 +1,4 @@
-"""The screens' footer recomposes when the keys it shows change, not at every bindings change (focus moving
-between two cards with the same keys): each recompose makes and styles every key again.
-"""
+"""The footer recomposes only when its keys change: each recompose makes and styles every key again."""
 
 from __future__ import annotations
 

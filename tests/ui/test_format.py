@@ -1,5 +1,4 @@
-"""One figure vocabulary: the same Figures read the same on the card, the detail table, the detail chart
-and in `spectop snapshot`'s table."""
+"""One figure vocabulary: the same Figures read the same on every screen and in `spectop snapshot`."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from recording_factory import write_recording
-from ui_waiting import Replayed, press_into
+from ui_waiting import Replayed, press_into, press_then_pause
 
 from tui.bench.report.summary import burst_summary
 from tui.bench.report.text import render_text, table_rows
@@ -84,8 +83,6 @@ def _burst() -> BurstResult:
 
 
 def test_acceptance_ttft_and_mean_length_read_the_same_everywhere() -> None:
-    """The cards, the detail table and chart, `spectop snapshot`, the bench report (table and text) and the
-    fleet snapshot table give one figure one text."""
     data = _card()
     compact = "\n".join(line.plain for line in compact_lines(data, 76))
     roomy = "\n".join(line.plain for line in roomy_lines(data, 116))
@@ -153,9 +150,6 @@ def test_per_position_acceptance_reads_as_percent_everywhere() -> None:
     assert "80% 60%" in _snapshot()
 
 
-# --- one rule wherever a quantile appears: inside the first bucket it reads as the bound
-
-
 FIRST_BUCKET_NOTE = "inside the first bucket (≤ 0.1 s): below 0.1 s, interpolated"
 LAST_BUCKET_NOTE = "above the highest bucket bound (10 s): at least 10 s"
 
@@ -197,13 +191,11 @@ async def test_every_screen_says_the_bound(tmp_path: Path, replayed: Replayed) -
         assert "TTFT p95 > 10 s" in cards["mtp-off"]
         assert "95 ms" not in cards["mtp-on"] and "50 ms" not in cards["mtp-on"]
         assert "gaps: < 100 ms not plotted" in cards["mtp-on"]  # the card's TTFT chart
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         table = app.screen.query_one(EndpointTable)
         cells = {key: [cell.plain.strip() for cell in table.get_row(key)] for key in ("mtp-on", "mtp-off")}
         assert "< 100 ms" in cells["mtp-on"] and "> 10 s" in cells["mtp-off"]
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         figures = app.screen.query_one(FigureTable).render().plain
@@ -223,9 +215,8 @@ def test_a_series_keeps_bounds_as_gaps_and_a_chart_of_only_bounds_says_why() -> 
     )  # "~200 ms": a value
     times, values = series.window("ttft_p50_s", 0.0)
     assert values == [None, None, None, None, 0.2]
-    assert (
-        series.bound_since("ttft_p50_s", 0.0) == (0.0, 0.1) and series.bound_since("ttft_p50_s", 4.0) is None
-    )
+    assert series.bound_since("ttft_p50_s", 0.0) == (0.0, 0.1)
+    assert series.bound_since("ttft_p50_s", 4.0) is None
     lines = chart_lines(TTFT_CHART, times[:4], values[:4], 0.0, 4.0, 60, 3, bound=(0.0, 0.1))
     assert "– < 100 ms: a bucket bound, not plotted" in lines[-1].plain
     beyond = chart_lines(TTFT_CHART, times[:4], values[:4], 0.0, 4.0, 60, 3, bound=(10.0, None))

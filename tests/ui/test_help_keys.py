@@ -11,43 +11,26 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
-from ui_waiting import Replayed, press_into, wait_for, wait_for_dashboard
+from ui_waiting import Replayed, opened_editor, press_into, press_then_pause, wait_for, wait_for_dashboard
 
 from tui.advice.guard_control import GuardOffer
 from tui.screens.alerts import AlertsScreen
+from tui.screens.bench import BenchScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.guard import GuardDialog
 from tui.screens.help import CLOSE_HINT, HelpScreen, declared_bindings, key_rows
+from tui.screens.tune import TuneScreen
 from tui.ui.app import SpectopApp
 from tui.widgets.config_dialogs import ConfirmDialog, DiffDialog
 
 SIZE = (80, 24)
 
 
-def _shown_keys(app: App[object], screen: Screen[object]) -> set[str]:
-    """The keys the footer of `screen` shows (the binding Textual runs for each key), as the footer
-    displays them."""
-    return {
-        app.get_key_display(active.binding)
-        for active in screen.active_bindings.values()
-        if active.binding.show
-    }
-
-
-async def _help_of(pilot: object, app: App[object], key: str = "f1") -> HelpScreen:
-    shown_for = app.screen
-    await pilot.press(key)  # type: ignore[attr-defined]
-    await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))  # type: ignore[arg-type]
-    await pilot.pause()  # type: ignore[attr-defined]
-    help_screen = app.screen
-    assert isinstance(help_screen, HelpScreen) and help_screen.shown_for is shown_for
-    return help_screen
-
-
 def _check_help(app: App[object], help_screen: HelpScreen, fits: bool = True) -> set[str]:
     listed = {key for row in help_screen.rows for key in row.keys}
-    missing = _shown_keys(app, help_screen.shown_for) - listed
+    bindings = help_screen.shown_for.active_bindings.values()  # as the footer shows them
+    missing = {app.get_key_display(active.binding) for active in bindings if active.binding.show} - listed
     assert not missing, f"{type(help_screen.shown_for).__name__}: {missing} not in its help"
     frame = help_screen.query_one(VerticalScroll)
     assert frame.max_scroll_y == 0 or not fits, "the help needs scrolling at 80x24"
@@ -60,9 +43,12 @@ async def test_each_dashboard_screen_has_its_own_help(replayed: Replayed) -> Non
         seen: dict[type, set[str]] = {}
         for opener, screen_type in (("", DashboardScreen), ("enter", DetailScreen), ("a", AlertsScreen)):
             if opener:
-                await pilot.press(opener)
-                await wait_for(pilot, lambda: isinstance(app.screen, screen_type))  # noqa: B023
-            help_screen = await _help_of(pilot, app, "question_mark" if opener != "a" else "f1")
+                await press_into(pilot, screen_type, opener)
+            shown_for = app.screen
+            await press_into(pilot, HelpScreen, "question_mark" if opener != "a" else "f1")
+            await pilot.pause()
+            help_screen = app.screen
+            assert isinstance(help_screen, HelpScreen) and help_screen.shown_for is shown_for
             seen[screen_type] = _check_help(app, help_screen)
             await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
@@ -98,8 +84,8 @@ def conflicts(screen: Screen[Any]) -> list[str]:
 async def check_screen(
     pilot: Pilot[Any], where: str, seen: dict[str, list[str]], *, fits: bool = False
 ) -> set[str]:
-    """The screen in view: its help (no key with two meanings, nothing cut, every footer key listed, no
-    scrolling), the bindings as Textual merged them, and a footer whose right edge is the palette key."""
+    """Its help (no key with two meanings, nothing cut, every footer key, no scrolling), the bindings as
+    Textual merged them, and a footer whose right edge is the palette key."""
     app = pilot.app
     screen = app.screen
     seen[where] = conflicts(screen)
@@ -148,39 +134,32 @@ async def test_each_screens_help_footer_and_bindings_agree(live_app: SpectopApp)
         await wait_for_dashboard(pilot)
         await check_screen(pilot, "dashboard", seen, fits=True)
         assert _in_sight(app, "⏎", "/", "e", "q", "?", "b")
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         await check_screen(pilot, "dashboard table", seen)
-        await pilot.press("v", "enter")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailScreen")
+        await press_into(pilot, DetailScreen, "v", "enter")
         await check_screen(pilot, "detail", seen)
         await pilot.press("tab")
         await check_screen(pilot, "detail, next focus", seen)
         await press_into(pilot, DashboardScreen, "escape")
-        await pilot.press("a")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "AlertsScreen")
+        await press_into(pilot, AlertsScreen, "a")
         await check_screen(pilot, "alerts", seen)
         # `a` says what it does here: back (the alerts screen), not the dashboard's "alerts"
         assert {row.text for row in key_rows(app.screen) if "a" in row.keys} == {"back to the screen before"}
         await press_into(pilot, DashboardScreen, "escape")
         await pilot.press("e")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded)  # type: ignore[attr-defined]
+        await opened_editor(pilot)
         for tab in ("f2", "f3", "f4", "f5"):
-            await pilot.press(tab)
-            await pilot.pause()
+            await press_then_pause(pilot, tab)
             listed = await check_screen(pilot, f"editor {tab}", seen, fits=tab == "f2")
             assert {"f4", "f5", "^s", "^r"} <= listed
             assert _in_sight(app, "f4", "f5")  # with ^r save & restart
         await press_into(pilot, DashboardScreen, "f2", "escape")
-        await pilot.press("b")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "BenchScreen")
+        await press_into(pilot, BenchScreen, "b")
         assert "^r" in await check_screen(pilot, "bench", seen, fits=True)  # start a burst
-        await pilot.press("h")
-        await pilot.pause()
+        await press_then_pause(pilot, "h")
         await check_screen(pilot, "bench history", seen)
         await press_into(pilot, DashboardScreen, "escape")
-        await pilot.press("T")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "TuneScreen")
+        await press_into(pilot, TuneScreen, "T")
         await check_screen(pilot, "tune", seen)
         assert not any("alerts" in row.text for row in key_rows(app.screen) if "a" in row.keys)
         for dialog in _dialogs():

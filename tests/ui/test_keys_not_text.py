@@ -1,5 +1,4 @@
-"""A letter is a command unless the user chose to type (enter, i or a digit; esc cancels), on the editor,
-burst and tune forms, whatever the speed the keys come at."""
+"""A letter is a command unless the user chose to type (enter, i or a digit; esc cancels)."""
 
 from __future__ import annotations
 
@@ -23,26 +22,11 @@ SIZE = (80, 24)
 
 
 def field_values(screen: Screen[Any]) -> dict[str, object]:
-    """Every field's value on the screen (inputs, selects, the raw text)."""
     return {
         f"{index}:{widget.id}": widget.text if isinstance(widget, TextArea) else widget.value
         for index, widget in enumerate(screen.query("Input, Select, TextArea"))
         if isinstance(widget, Input | Select | TextArea)
     }
-
-
-async def help_then_quit(pilot: Pilot[Any], screen: Screen[Any]) -> None:
-    """`?` shows the help and leaves every field as it was; `q` quits the app."""
-    app = pilot.app
-    before = field_values(screen)
-    assert isinstance(screen.focused, FieldInput | Select | TextArea), screen.focused
-    await press_into(pilot, HelpScreen, "question_mark")
-    await pilot.press("escape")
-    await wait_for(pilot, lambda: app.screen is screen)
-    assert field_values(screen) == before
-    await pilot.press("q")
-    await wait_for(pilot, lambda: not app.is_running)
-    assert field_values(screen) == before
 
 
 async def _open(pilot: Pilot[Any], app: SpectopApp, key: str, name: str) -> Screen[Any]:
@@ -67,7 +51,14 @@ async def test_question_mark_and_q_on_a_fresh_form_are_commands(
         if field is not None:
             screen.query_one(field, FieldInput).focus()  # a text field, as after tab
         await wait_for(pilot, lambda: isinstance(screen.focused, FieldInput))  # the form's first field
-        await help_then_quit(pilot, screen)
+        fields = field_values(screen)
+        await press_into(pilot, HelpScreen, "question_mark")  # the help, every field as it was
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: live_app.screen is screen)
+        assert field_values(screen) == fields
+        await pilot.press("q")  # quits
+        await wait_for(pilot, lambda: not live_app.is_running)
+        assert field_values(screen) == fields
     assert config_toml.read_bytes() == before
 
 
@@ -81,16 +72,10 @@ async def test_q_in_the_raw_view_quits_and_types_nothing(config_toml: Path) -> N
         assert raw.text == before
 
 
-# --- a digit in command mode starts a new value, as in a spreadsheet cell
-
-
-TUNE_SIZE = (120, 36)
-
-
 async def test_a_digit_on_the_tune_form_replaces_the_value_and_errors_name_what_they_refuse(
     live_app: SpectopApp,
 ) -> None:
-    async with live_app.run_test(size=TUNE_SIZE) as pilot:
+    async with live_app.run_test(size=(120, 36)) as pilot:
         screen = await _open(pilot, live_app, "T", "TuneScreen")
         values = screen.query_one("#values", FieldInput)
         await wait_for(pilot, lambda: screen.focused is values)  # the form opens on the values field
@@ -123,10 +108,7 @@ async def test_a_digit_on_the_tune_form_replaces_the_value_and_errors_name_what_
 
 class _BoundDigit(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("1", "one", "one")]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ones = 0
+    ones = 0
 
     def compose(self) -> ComposeResult:
         yield FieldInput("5", id="field")
@@ -143,9 +125,6 @@ async def test_a_digit_bound_on_the_screen_stays_a_command() -> None:
         await pilot.press("1", "2")
         assert app.ones == 1  # "1" is the command
         assert field.value == "2" and field.editing  # "2" is no key here: a new value
-
-
-# --- in edit mode esc cancels: the text from before the edit, nothing applied
 
 
 TP = ("model", "tensor_parallel_size")

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from scripted_source import ScriptedSourceBase
+from test_advice_dashboard import ScriptedSourceBase
 from textual.widgets import Static
-from ui_waiting import Replayed, polling_fast, spectop, wait_for, wait_until_tailed
+from ui_waiting import Replayed, polling_fast, press_then_pause, spectop, wait_for, wait_until_tailed
 
 import tui.screens.dashboard as dashboard
 from tests.telemetry.metrics_test_server import closed_port
@@ -35,22 +35,16 @@ async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
     text = (sample_configs_dir() / "config.toml").read_text(encoding="utf-8")
     text = text.replace("acceptance_threshold = 0.6", "acceptance_threshold = 0.7")
     config.write_text(text, encoding="utf-8")
-    server = SimServer(
-        flavor="vllm",
-        config_path=config,
-        log_path=tmp_path / "sim.log",
-        log_interval_s=0.5,
-        background_load_rps=20.0,
-    )
-    async with server:
+    log = tmp_path / "sim.log"
+    async with SimServer(
+        flavor="vllm", config_path=config, log_path=log, log_interval_s=0.5, background_load_rps=20.0
+    ) as server:
         yield server
 
 
 def _app(sim: SimServer, **kwargs: object) -> SpectopApp:
-    endpoint = EndpointSettings(
-        name="sim", url=sim.base_url, backend="vllm", log_file=sim.log_path, config_file=sim.config_path
-    )
-    return polling_fast(endpoint, **kwargs)
+    files = {"log_file": sim.log_path, "config_file": sim.config_path}
+    return polling_fast(EndpointSettings(name="sim", url=sim.base_url, backend="vllm", **files), **kwargs)
 
 
 def _card(app: SpectopApp) -> EndpointCard:
@@ -67,8 +61,7 @@ async def test_cards_appear_alert_on_low_acceptance_go_down_on_a_stop_or_garbage
         first = len(app.series.endpoint("sim"))
         await wait_for(pilot, lambda: len(app.series.endpoint("sim")) >= first + 3)
         data = _card(app).data
-        assert data.status == "up"
-        assert data.reading is not None and data.reading.backend == "vllm"
+        assert data.status == "up" and data.reading is not None and data.reading.backend == "vllm"
         assert "tok/s" in str(_card(app).render())
         assert app.alerts.threshold("sim") == 0.7  # from the endpoint's config file, not the settings
         sim.control(acceptance=[0.05, 0.05])  # an alert on low acceptance, cleared on recovery
@@ -139,14 +132,11 @@ async def test_threshold_follows_the_config_file_after_another_screen_and_t_open
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.alerts.threshold("e") == 0.45)
         assert app.readings["e"].up is False
-        await pilot.press("T")  # the focused endpoint's tune screen
-        await pilot.pause()
+        await press_then_pause(pilot, "T")  # the focused endpoint's tune screen
         assert isinstance(app.screen, TuneScreen) and app.screen.endpoint.name == "e"
-        await pilot.press("escape")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")
         assert not isinstance(app.screen, TuneScreen)
-        await pilot.press("down", "T")
-        await pilot.pause()
+        await press_then_pause(pilot, "down", "T")
         assert not isinstance(app.screen, TuneScreen)  # no config file nor restart command: said, not opened
 
 
@@ -165,7 +155,7 @@ DYING_LOG = [
 
 
 async def test_a_traceback_that_ends_the_log_raises_its_alert(tmp_path: Path) -> None:
-    """The real tailer on a real file: the parser is flushed once the log goes quiet."""
+    """The parser is flushed once the real tailer finds the log quiet."""
     log = tmp_path / "server.log"
     log.write_text("(APIServer pid=1) INFO 08-20 14:04:00 [api_server.py:1] starting\n", encoding="utf-8")
     endpoint = EndpointSettings(name="e", url="http://127.0.0.1:9", backend="vllm", log_file=log)
@@ -181,23 +171,15 @@ async def test_a_traceback_that_ends_the_log_raises_its_alert(tmp_path: Path) ->
         assert any(len(entry.line) == len(long_line) for entry in app.log_entries("e"))
 
 
-# --- what spectop assumed about the settings is said in the dashboard
-
-
 async def test_the_dashboard_says_http_was_added_to_a_url_without_scheme(tmp_path: Path) -> None:
     path = tmp_path / "spectop.toml"
     settings = parse_settings('poll_interval_s = 60\n[[endpoints]]\nname = "a"\nurl = "127.0.0.1:9"\n', path)
     assert settings.notes  # nothing listens on port 9: the card is down, the note is what is read here
     app = SpectopApp(settings, remember_theme_choice=False)
     async with app.run_test(size=(80, 24)) as pilot:
-
-        def said() -> bool:
-            return any("using http://127.0.0.1:9" in note.message for note in app._notifications)
-
-        await wait_for(pilot, said)
-
-
-# --- a log line the parser could not read is counted per endpoint
+        await wait_for(
+            pilot, lambda: any("using http://127.0.0.1:9" in n.message for n in app._notifications)
+        )
 
 
 BROKEN = "0.00.674.091 I slot print_timing: id  1 | task 2 | draft acceptance = 0.50000 (   5 accepted /    10 generated)"
@@ -220,9 +202,6 @@ async def test_the_board_counts_the_log_lines_the_parser_could_not_read(
             file.write(f"{BROKEN}\nan ordinary line\n{BROKEN}\n")
         await wait_for(pilot, lambda: app.board.log_failed_lines.get("x") == 2)
         await wait_for(pilot, lambda: len(app.board.log_entries("x")) >= before + 3)  # shown, as plain lines
-
-
-# --- an endpoint's first reading is drawn at once; later ones are batched
 
 
 URL = "http://127.0.0.1:8000"
@@ -271,17 +250,11 @@ async def test_the_first_reading_skips_the_batching_and_the_next_one_waits(
         assert card.data.figures.running == 3.0  # batched: drawn after BATCH_DELAY_S
 
 
-# --- no endpoint configured: how to give one, and `spectop demo`
-
-
 async def test_the_empty_dashboard_mentions_the_demo_at_80_columns() -> None:
     app = spectop(theme_folders=[])
     async with app.run_test(size=(80, 24)) as pilot:
         empty = app.screen.query_one("#empty", Static)
         await wait_for(pilot, lambda: empty.display and empty.region.height > 0)
-        shown = [
-            "".join(segment.text for segment in app.screen._compositor.render_strips()[y]).strip()
-            for y in range(empty.region.y, empty.region.bottom)
-        ]
-        text = " ".join(shown)
-        assert "--endpoint URL" in text and "`spectop demo`" in text, shown
+        strips = app.screen._compositor.render_strips()[empty.region.y : empty.region.bottom]
+        text = " ".join(strip.text.strip() for strip in strips)
+        assert "--endpoint URL" in text and "`spectop demo`" in text, text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.app import App, ComposeResult
+from textual.app import App
 
 from tui.board import LogEntry
 from tui.telemetry.logs.display import display_line, figure_spans, is_access
@@ -20,19 +20,14 @@ STATS = (
 ACCESS = '(APIServer pid=1) INFO:     127.0.0.1:54321 - "GET /metrics HTTP/1.1" 200 OK'
 
 
-class PaneApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield LogPane(id="log")
-
-
 def _text(pane: LogPane) -> str:
     return "\n".join(strip.text for strip in pane.lines)
 
 
 async def test_stats_readable_at_80_columns_access_lines_hide_lines_rewrap_and_figures_stand_out() -> None:
-    app = PaneApp()
+    app: App[None] = App()
     async with app.run_test(size=(80, 24)) as pilot:
-        pane = app.query_one(LogPane)
+        await app.mount(pane := LogPane(id="log"))
         pane.focus()
         pane.show(
             [LogEntry(0.0, STATS, "stats"), LogEntry(0.0, ACCESS, "plain"), LogEntry(0.0, ACCESS, "plain")]
@@ -47,6 +42,7 @@ async def test_stats_readable_at_80_columns_access_lines_hide_lines_rewrap_and_f
         assert "2 access lines hidden" in str(pane.border_subtitle)
 
         await pilot.press("h")
+
         await pilot.pause()
         assert _text(pane).count('"GET /metrics HTTP/1.1" 200') == 2
 
@@ -70,9 +66,6 @@ async def test_stats_readable_at_80_columns_access_lines_hide_lines_rewrap_and_f
         error_line = next(strip for strip in pane.lines if "CUDA out of memory" in strip.text)
         assert error_line.text.startswith("14:03:21 ERROR CUDA")
         assert any(segment.style and segment.style.bold for segment in error_line if "CUDA" in segment.text)
-
-
-# --- the log pane's core: prefixes cut to HH:MM:SS, access lines told apart, figures found
 
 
 SAMPLES = Path(__file__).parents[1] / "telemetry" / "log_samples"

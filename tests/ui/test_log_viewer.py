@@ -1,12 +1,10 @@
-"""The log viewer (`l`): the tail of a large file at once, older pages on demand, search
-with `/` `n` `N`, the next error or warning (`e` `E`), follow and wrap on / off, figures highlighted,
-access lines hidden and counted."""
+"""The log viewer (`l`): the tail at once, older pages on demand, search, errors, follow, wrap."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from terminal_bytes import OneScreenApp
+from cut_figures import OneScreenApp
 from textual.app import App
 from textual.widgets import Static
 from ui_waiting import spectop, wait_for

@@ -1,7 +1,4 @@
-"""A figure is shown whole or not at all, on every screen, at 80x24, 120x36 and 200x50; so are words, footer
-keys and titles (shortened by whole words or items, never cut mid-word). Every screen is drawn from
-deterministic data chosen to sit on the edges (histogram bounds, busy GPUs, units that round up).
-"""
+"""A figure, word, footer key or title is shown whole or not at all, on every screen and size."""
 
 from __future__ import annotations
 
@@ -12,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_fixtures import BenchTestApp, text_of, until
-from cut_figures import cut_figures
+from bench_fixtures import MTP_OFF, MTP_ON, BenchTestApp, text_of, until
+from cut_figures import OneScreenApp, cut_figures
 from recording_factory import write_recording
-from terminal_bytes import OneScreenApp
 from test_editor import field_input, type_into
 from test_format import FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE, bounded_recording
 from test_log_viewer import opened, viewer, write_log
 from textual.app import App
-from ui_waiting import editing, press_into, wait_for
+from ui_waiting import editing, press_into, press_then_pause, wait_for
 
 from tests.fleet.fake_fleet import NOW, ScriptedPoller, fleet_app, fleet_settings, scripted_readings
 from tui.bench.results import BurstResult
@@ -55,7 +51,7 @@ def eight_gpus() -> tuple[GpuSample, ...]:
     )  # fmt: skip
 
 
-async def settled_replay(pilot: Any, *, gpus: bool = True) -> SpectopApp:
+async def settled_replay(pilot: Any, *, gpus: bool = False) -> SpectopApp:
     app = pilot.app
     await wait_for(pilot, lambda: app.replay_done)
     if gpus:
@@ -83,31 +79,25 @@ async def test_dashboard_cards_table_detail_alerts_and_help(
 ) -> None:
     app = replay_app(replay_path=bounded_recording(tmp_path / "recording.jsonl"))
     async with app.run_test(size=size) as pilot:
-        await settled_replay(pilot)
+        await settled_replay(pilot, gpus=True)
         messages = tuple(alert.message for alert in app.board.alerts.all_alerts())
         assert messages
         assert_whole(app, words_whole=messages)  # a card's alert message in whole words
-        await pilot.press("v")  # the table view
-        await pilot.pause()
+        await press_then_pause(pilot, "v")  # the table view
         assert_whole(app)
-        await pilot.press("v")
-        await pilot.pause()
+        await press_then_pause(pilot, "v")
         await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         notes = tuple(f"TTFT p95: {note}" for note in (FIRST_BUCKET_NOTE, LAST_BUCKET_NOTE))
         assert_whole(app, whole_or_absent=notes)
-        await pilot.press("escape")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")
         await press_into(pilot, AlertsScreen, "a")
         await pilot.pause()
         assert_whole(app, messages)
-        await pilot.press("escape")
-        await pilot.pause()
-        await pilot.press("question_mark")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")
+        await press_then_pause(pilot, "question_mark")
         assert_whole(app)
-        await pilot.press("escape")
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")
         await press_into(pilot, GpuScreen, "g")  # one row per GPU
         await pilot.pause()
         assert_whole(app)
@@ -134,24 +124,21 @@ async def test_editor_status_line_after_a_save(tmp_path: Path, size: tuple[int, 
 def cancelled_sweep() -> TuneResult:
     """k = 0..4 at concurrency 1, 4 and 16; cancelled after k = 2 (the rest unmeasured)."""
     concurrencies = [1, 4, 16]
-    outcomes = []
-    for value in range(5):
-        measured = value <= 2
-        cells = [
-            TuneCell(
-                value=value,
-                concurrency=c,
-                ok=measured,
-                decode_tokens_per_s=(812.4 + 101.7 * value) if measured else None,
-                speedup=(1.0 + 0.4 * value) if measured else None,
-                speedup_ci95=(1.0 + 0.4 * value - 0.1, 1.0 + 0.4 * value + 0.1)
-                if measured and value
-                else None,
-                acceptance_rate=0.71 if measured and value else None,
-            )
-            for c in concurrencies
-        ]
-        outcomes.append(ValueOutcome(value=value, started=measured, cells=cells))
+
+    def cell(value: int, concurrency: int) -> TuneCell:
+        if value > 2:
+            return TuneCell(value=value, concurrency=concurrency, ok=False)
+        speedup, drafting = 1.0 + 0.4 * value, value > 0
+        return TuneCell(
+            value=value, concurrency=concurrency, ok=True, decode_tokens_per_s=812.4 + 101.7 * value,
+            speedup=speedup, speedup_ci95=(speedup - 0.1, speedup + 0.1) if drafting else None,
+            acceptance_rate=0.71 if drafting else None,
+        )  # fmt: skip
+
+    outcomes = [
+        ValueOutcome(value=value, started=value <= 2, cells=[cell(value, c) for c in concurrencies])
+        for value in range(5)
+    ]
     return TuneResult(
         started_at=datetime(2026, 1, 1, tzinfo=UTC), config_file="config.toml", kind="vllm_toml",
         key="speculative.num_speculative_tokens", endpoint="http://127.0.0.1:8000", restart_command=["true"],
@@ -205,18 +192,12 @@ async def test_fleet_table_figures_on_unit_edges(size: tuple[int, int]) -> None:
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 async def test_bench_after_a_burst(recorded_run: BurstResult, size: tuple[int, int]) -> None:
-    app = BenchTestApp(
-        [
-            EndpointSettings(name=f"mtp-{arm}", url=f"http://127.0.0.1:{port}")
-            for arm, port in (("off", 9), ("on", 10))
-        ]
-    )
+    app = BenchTestApp([MTP_OFF, MTP_ON])
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+r")
-        await until(
-            pilot, lambda: any(word in text_of(app.screen, "#verdict") for word in ("faster", "slower"))
-        )
+        verdict = lambda: text_of(app.screen, "#verdict")  # noqa: E731
+        await until(pilot, lambda: "faster" in verdict() or "slower" in verdict())
         await pilot.pause()
         assert_whole(app)
 
@@ -226,21 +207,19 @@ async def test_log_viewer_status_line(tmp_path: Path, size: tuple[int, int]) -> 
     app = viewer(write_log(tmp_path / "server.log", lines=3000))
     async with app.run_test(size=size) as pilot:
         await opened(pilot, app)
-        await pilot.press("slash", *"needle", "enter")
-        await pilot.pause()
+        await press_then_pause(pilot, "slash", *"needle", "enter")
         assert_whole(app)
 
 
 async def test_the_detail_title_keeps_whole_parts_at_80x24(
     tmp_path: Path, replay_app: Callable[..., SpectopApp]
 ) -> None:
-    """Names too long for the header with the backend, model, status and caveat: whole parts, the rest
-    dropped (never `· up · wind…`)."""
+    """Names too long for the header keep whole parts (never `· up · wind…`)."""
     recording = write_recording(tmp_path / "recording.jsonl")
     recording.write_text(recording.read_text().replace('"mtp-', '"mtp-node-7-rack-b-'))
     app = replay_app(replay_path=recording)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settled_replay(pilot, gpus=False)
+        await settled_replay(pilot)
         await press_into(pilot, DetailScreen, "enter")
         await pilot.pause()
         assert str(app.screen.sub_title).startswith("mtp-node-7-rack-b-")

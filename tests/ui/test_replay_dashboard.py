@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from recording_factory import STEPS
-from ui_waiting import Replayed, card_texts, spectop, wait_for
+from ui_waiting import Replayed, card_texts, press_then_pause, spectop, wait_for
 
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
@@ -47,11 +47,9 @@ async def test_replay_shows_cards_their_last_figures_and_alerts_keys_move_and_s_
         assert detail.window_s == 1800.0
         await pilot.press("f")
         assert log.follow is False
-        await pilot.press("slash", *"throughput")
-        await pilot.pause()
+        await press_then_pause(pilot, "slash", *"throughput")
         assert log.lines and all("throughput" in line.text for line in log.lines)
-        await pilot.press("escape")  # clears the filter
-        await pilot.pause()
+        await press_then_pause(pilot, "escape")  # clears the filter
         assert any("SpecDecoding" in line.text for line in log.lines)
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
@@ -134,13 +132,9 @@ async def test_a_broken_recording_line_is_reported_not_fatal(tmp_path: Path, rep
 def test_replaying_a_file_that_is_not_a_recording_exits_2_before_any_screen(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('[model]\nname = "x"\n', encoding="utf-8")
+    command, env = [sys.executable, "-m", "tui", "replay", str(config)], {**os.environ, "TERM": "dumb"}
     done = subprocess.run(
-        [sys.executable, "-m", "tui", "replay", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "TERM": "dumb"},
+        command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=env
     )
     assert done.returncode == 2
     assert done.stderr.startswith(f"spectop replay: {config} is not a spectop recording (line 1: not JSON")

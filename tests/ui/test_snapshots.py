@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_no_cut_figures import settled_replay
 from textual.pilot import Pilot
 from ui_waiting import card_texts, opened_editor, press_into, wait_for, wait_until_still
 
@@ -21,17 +22,8 @@ from tui.widgets.endpoint_card import EndpointCard
 from tui.widgets.endpoint_table import EndpointTable
 
 
-async def _settled(pilot: Pilot[Any]) -> None:
-    app = pilot.app
-    assert isinstance(app, SpectopApp)
-    await wait_for(pilot, lambda: app.replay_done)
-    await pilot.pause()
-    app.clear_notifications()
-    await pilot.pause()
-
-
 def test_dashboard_160x48(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
-    assert snap_compare(replay_app(), terminal_size=(160, 48), run_before=_settled)
+    assert snap_compare(replay_app(), terminal_size=(160, 48), run_before=settled_replay)
 
 
 def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., SpectopApp]) -> None:
@@ -51,7 +43,7 @@ def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., Spec
     async def gpu_rows(pilot: Pilot[Any]) -> None:
         app = pilot.app
         assert isinstance(app, SpectopApp)
-        await _settled(pilot)
+        await settled_replay(pilot)
         worker = (GpuProcess(4242, "vllm-worker", 58 * 2**30),)
         gpus = tuple(gpu(index, worker if index < 2 else ()) for index in range(4))
         app.apply(GpusPolled(1.0, {"mtp-on": EndpointGpus("mtp-on", NVML_SOURCE, gpus)}))
@@ -63,8 +55,6 @@ def test_detail_gpu_rows_80x24(snap_compare: Any, replay_app: Callable[..., Spec
     assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=gpu_rows)
 
 
-# --- every screen at 80x24, 120x36 and 200x50 -------------------------------------------------------------
-
 each_size = pytest.mark.parametrize(
     "size", [(80, 24), (120, 36), (200, 50)], ids=lambda size: f"{size[0]}x{size[1]}"
 )
@@ -74,11 +64,10 @@ each_size = pytest.mark.parametrize(
 def test_dashboard_cards_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
-    """The three cards: compact at 80x24; with the detail's charts (y ranges, time axis) at 120x36 (a grid of
-    two columns) and 200x50 (three)."""
+    """Compact at 80x24; with the detail's charts at 120x36 (a grid of two columns) and 200x50 (three)."""
 
     async def cards(pilot: Pilot[Any]) -> None:
-        await _settled(pilot)
+        await settled_replay(pilot)
         charts = size != (80, 24)
         await wait_for(
             pilot, lambda: all(("-5 min" in text) == charts for text in card_texts(pilot.app).values())
@@ -94,7 +83,7 @@ def test_dashboard_table_at_each_size(
 ) -> None:
     async def table(pilot: Pilot[Any]) -> None:
         app = pilot.app
-        await _settled(pilot)
+        await settled_replay(pilot)
         await pilot.press("v")
         await wait_for(pilot, lambda: app.screen.query_one("#table", EndpointTable).row_count == 3)
         await wait_until_still(pilot)
@@ -107,9 +96,9 @@ def test_detail_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
     async def open_detail(pilot: Pilot[Any]) -> None:
-        """Enter on the first card (focused after the first refresh, not at once) opens its detail."""
+        # the first card is focused after the first refresh, not at once
         app = pilot.app
-        await _settled(pilot)
+        await settled_replay(pilot)
         first = "mtp-on"
         await wait_for(pilot, lambda: isinstance(app.focused, EndpointCard) and app.focused.endpoint == first)
         await pilot.press("enter")
@@ -124,7 +113,7 @@ def test_help_at_each_size(
     snap_compare: Any, replay_app: Callable[..., SpectopApp], size: tuple[int, int]
 ) -> None:
     async def open_help(pilot: Pilot[Any]) -> None:
-        await _settled(pilot)
+        await settled_replay(pilot)
         await press_into(pilot, HelpScreen, "question_mark")
         await wait_until_still(pilot)
 

@@ -1,22 +1,92 @@
-"""SIGTERM / SIGHUP end a spectop TUI like `q` does (the terminal given back), a demo whose terminal
-closed exits, and TUI commands without a terminal exit 2 at once."""
+"""SIGTERM / SIGHUP end a TUI like `q` does; TUI commands without a terminal exit 2 at once."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import select
 import signal
 import subprocess
 import sys
+import termios
 import threading
+import time
 from pathlib import Path
 
 import pytest
-from pty_session import ALT_SCREEN_OFF, ALT_SCREEN_ON, MOUSE_OFF, PtySession
 from recording_factory import write_recording
 from ui_waiting import spectop, wait_for
 
 from tui.settings import EndpointSettings
 from tui.ui.terminal_guard import release_input_thread, signal_state
+
+REPO = Path(__file__).resolve().parents[2]
+ALT_SCREEN_ON = b"\x1b[?1049h"
+ALT_SCREEN_OFF = b"\x1b[?1049l"
+MOUSE_OFF = b"\x1b[?1000l"
+# Only to find a hang (a test waits on conditions; this is no speed target).
+HANG_S = 90.0
+
+
+def _controlling_terminal() -> None:
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class PtySession:
+    def __init__(self, *args: str) -> None:
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, b"\x18\x00\x50\x00\x00\x00\x00\x00")  # 24 rows, 80 columns
+        os.set_blocking(self.master, False)
+        environment = {**os.environ, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tui", *args], stdin=slave, stdout=slave, stderr=slave,
+            preexec_fn=_controlling_terminal, env=environment, cwd=REPO, close_fds=True,
+        )  # fmt: skip
+        os.close(slave)
+        self.output = b""
+        self.closed = False
+
+    def read(self, timeout_s: float = 0.2) -> bytes:
+        if self.closed:
+            return b""
+        if not select.select([self.master], [], [], timeout_s)[0]:
+            return b""
+        try:
+            chunk = os.read(self.master, 65536)
+        except OSError:  # EIO: the other side is gone
+            return b""
+        self.output += chunk
+        return chunk
+
+    def wait_for_output(self, text: bytes) -> None:
+        deadline = time.monotonic() + HANG_S
+        while text not in self.output:
+            assert time.monotonic() < deadline, f"{text!r} never written: {self.output[-400:]!r}"
+            assert self.process.poll() is None, f"exited {self.process.returncode}: {self.output[-400:]!r}"
+            self.read()
+
+    def close_terminal(self) -> None:
+        os.close(self.master)
+        self.closed = True
+
+    def wait_exit(self) -> int:
+        deadline = time.monotonic() + HANG_S
+        while self.process.poll() is None:
+            if time.monotonic() > deadline:
+                self.kill()
+                raise AssertionError(f"still running {HANG_S} s after the signal")
+            self.read() if not self.closed else time.sleep(0.1)
+        while self.read(0.05):  # what it wrote last
+            pass
+        return self.process.returncode
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        if not self.closed:
+            self.close_terminal()
 
 
 def test_sigterm_gives_the_terminal_back() -> None:
@@ -25,7 +95,7 @@ def test_sigterm_gives_the_terminal_back() -> None:
         session.wait_for_output(ALT_SCREEN_ON)
         session.wait_for_output(b"127.0.0.1:9")  # the first frame is drawn
         mark = len(session.output)
-        session.signal(signal.SIGTERM)
+        session.process.send_signal(signal.SIGTERM)
         code = session.wait_exit()
     finally:
         session.kill()
@@ -41,7 +111,7 @@ def test_demo_with_its_terminal_closed_and_sigterm_exits() -> None:
         session.wait_for_output(ALT_SCREEN_ON)
         session.wait_for_output(b"mtp-on")
         session.close_terminal()  # a logout: SIGHUP from the kernel, then SIGTERM at once
-        session.signal(signal.SIGTERM)
+        session.process.send_signal(signal.SIGTERM)
         code = session.wait_exit()
     finally:
         session.kill()
@@ -75,12 +145,6 @@ def _default_sigterm() -> object:
     previous = signal.getsignal(signal.SIGTERM)
     yield None
     signal.signal(signal.SIGTERM, previous)
-
-
-# --- TUI commands without a terminal exit 2 at once
-
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def run_without_terminal(*args: str) -> subprocess.CompletedProcess[str]:

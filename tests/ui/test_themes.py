@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.strip import Strip
 from textual.widgets import Label, Static, Switch
-from ui_waiting import Replayed, editing
+from ui_waiting import Replayed, editing, press_then_pause
 
 from tui.paths import themes_dir
 from tui.state import remember_theme, remembered_theme, state_path
@@ -58,9 +58,6 @@ def test_choice_is_remembered_under_xdg_config_home(tmp_path: Path, monkeypatch:
     assert remembered_theme() is None  # a broken state file is not fatal
 
 
-# --- NO_COLOR: no colour codes at all, focus visible without colour, switches say on / off
-
-
 def coloured(strips: list[Strip]) -> list[str]:
     """Every segment whose style carries a colour (anything but the terminal's default)."""
     return [
@@ -76,18 +73,17 @@ def _screen_strips(app: App[Any]) -> list[Strip]:
     return app.screen._compositor.render_strips()
 
 
-def _set_no_color(monkeypatch: pytest.MonkeyPatch, no_color: bool) -> None:
-    if no_color:
+@pytest.fixture(params=[True, False], ids=["NO_COLOR", "colour"])
+def no_color(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    if request.param:
         monkeypatch.setenv("NO_COLOR", "1")
-    else:
-        monkeypatch.delenv("NO_COLOR", raising=False)
+    return bool(request.param)
 
 
-@pytest.mark.parametrize("no_color", [True, False])
 async def test_dashboard_and_detail_are_colourless_exactly_under_no_color(
-    monkeypatch: pytest.MonkeyPatch, replayed: Replayed, no_color: bool
+    replayed: Replayed, no_color: bool
 ) -> None:
-    _set_no_color(monkeypatch, no_color)
     async with replayed() as (pilot, app):
         await pilot.pause()
         assert (coloured(_screen_strips(app)) == []) is no_color
@@ -96,16 +92,11 @@ async def test_dashboard_and_detail_are_colourless_exactly_under_no_color(
         top_left = _screen_strips(app)[card.region.y].text[card.region.x]
         assert (top_left == "┏") is no_color  # under NO_COLOR focus is a heavy border, not a shade of grey
         if no_color:
-            await pilot.press("enter")
-            await pilot.pause()
+            await press_then_pause(pilot, "enter")
             assert coloured(_screen_strips(app)) == []
 
 
-@pytest.mark.parametrize("no_color", [True, False])
-async def test_switches_say_on_and_off_and_placeholders_are_italic(
-    config_toml: Path, monkeypatch: pytest.MonkeyPatch, no_color: bool
-) -> None:
-    _set_no_color(monkeypatch, no_color)
+async def test_switches_say_on_and_off_and_placeholders_are_italic(config_toml: Path, no_color: bool) -> None:
     async with editing(config_toml) as (pilot, screen):
         row = screen.query_one("#field-speculative--enabled", ConfigFieldRow)
         state = row.query_one("#unset", Label)
@@ -114,8 +105,7 @@ async def test_switches_say_on_and_off_and_placeholders_are_italic(
         assert str(unset.query_one("#unset", Label).render()).strip() == "off (not set)"
         switch = row.query_one(Switch)
         switch.focus()
-        await pilot.press("space")
-        await pilot.pause()
+        await press_then_pause(pilot, "space")
         assert str(state.render()).strip() == "off"
         if no_color:
             assert coloured(_screen_strips(pilot.app)) == []
@@ -125,9 +115,6 @@ async def test_switches_say_on_and_off_and_placeholders_are_italic(
             assert segments and all(
                 segment.style is not None and segment.style.italic for segment in segments
             )
-
-
-# --- card styles resolve their theme variables as Textual's CSS draws them
 
 
 THEMES = load_themes([themes_dir()]).themes

@@ -1,7 +1,4 @@
-"""Nothing from a server, a log file, a recording, Prometheus or a config file reaches the terminal raw:
-each screen is drawn to the bytes Textual would write, with text carrying an OSC that retitles the pane,
-a CSI that clears the screen, an OSC 52 clipboard write, an 8-bit CSI and a bidi override.
-"""
+"""Nothing from a server, a log, a recording, Prometheus or a config file reaches the terminal raw."""
 
 from __future__ import annotations
 
@@ -10,9 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from recording_factory import recording_lines
-from rich.text import Text
-from terminal_bytes import (
+from cut_figures import (
     CONTROLS,
     OneScreenApp,
     assert_clean,
@@ -20,7 +15,10 @@ from terminal_bytes import (
     region_text,
     terminal_output,
 )
+from recording_factory import recording_lines
+from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.screen import Screen
 from textual.widgets import DataTable, Header, OptionList, Static, TabbedContent, TextArea
 from textual.widgets._toast import Toast
 from ui_waiting import editing, polling_fast, press_into, wait_for
@@ -51,9 +49,6 @@ from tui.widgets.log_pane import LogPane
 HOSTILE_DIFF = f'--- a/c.toml\n+++ b/c.toml\n@@ -1 +1 @@\n-name = "{HOSTILE}"\n+enabled = false\n'
 
 
-# --- a live endpoint: the card, its toasts, the detail and alerts screens --------------------------------
-
-
 @pytest.fixture
 async def server() -> AsyncIterator[ReplyServer]:
     async with ReplyServer(
@@ -63,7 +58,6 @@ async def server() -> AsyncIterator[ReplyServer]:
 
 
 async def test_card_toast_detail_log_pane_and_alerts(server: ReplyServer, tmp_path: Path) -> None:
-    """One live app, once the hostile model name is on the card and the hostile OOM line raised its alert."""
     log = tmp_path / "server.log"  # appears once the app runs: the tailer then reads it from its start
     endpoint = EndpointSettings(name="x", url=server.url, backend="vllm", log_file=log)
     app = polling_fast(endpoint)
@@ -86,9 +80,6 @@ async def test_card_toast_detail_log_pane_and_alerts(server: ReplyServer, tmp_pa
         await app.push_screen(AlertsScreen(app.board.alerts))
         await wait_for(pilot, lambda: bool(app.screen.query(DataTable)))
         await assert_nothing_injected(pilot, app.screen.query_one(DataTable), "CUDA out of memory. evil")
-
-
-# --- a replay: the figures' notes -------------------------------------------------------------------------
 
 
 def hostile_notes_recording(path: Path) -> Path:
@@ -115,20 +106,33 @@ async def test_replayed_notes_on_the_detail_screen(
         assert_clean(region_text(app, table), terminal_output(app))
 
 
-# --- the guard's dialog, the tune screen's diff, the restart dialog ---------------------------------------
-
-
-async def test_guard_offer_dialog() -> None:
-    dialog = GuardDialog.of(
-        GuardOffer(f"x{HOSTILE}", None, f"acceptance 0.12 < 0.40 on {HOSTILE}", HOSTILE_DIFF)
-    )
-    async with OneScreenApp(dialog).run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: bool(pilot.app.screen.query("#guard-diff")))
-        screen = pilot.app.screen
-        figures, title = screen.query_one(".figures", Static), screen.query(Static).first()
-        await assert_nothing_injected(pilot, title, "guard · xevil")
-        await assert_nothing_injected(pilot, figures, "0.40 on evil")
-        await assert_nothing_injected(pilot, screen.query_one("#guard-diff"), '-name = "evil')
+@pytest.mark.parametrize(
+    ("dialog", "drawn"),
+    [
+        (
+            lambda: GuardDialog.of(
+                GuardOffer(f"x{HOSTILE}", None, f"acceptance 0.12 < 0.40 on {HOSTILE}", HOSTILE_DIFF)
+            ),
+            {"Static": "guard · xevil", ".figures": "0.40 on evil", "#guard-diff": '-name = "evil'},
+        ),
+        # a TOML comment may hold C1 controls and bidi overrides; the questions quote the file's name
+        (
+            lambda: DiffDialog(f"Save c{HOSTILE}.toml?", HOSTILE_DIFF),
+            {"Static": "Save cevil", "#diff": '-name = "evil'},
+        ),
+        (
+            lambda: ConfirmDialog(f"c{HOSTILE}.toml has unsaved changes. Quit spectop?", {"n": ""}),
+            {"Static": "cevil"},
+        ),
+    ],
+    ids=["guard-offer", "editor-diff", "editor-question"],
+)
+async def test_dialogs(dialog: Callable[[], Screen[object]], drawn: dict[str, str]) -> None:
+    screen = dialog()
+    async with OneScreenApp(screen).run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: all(screen.query(selector) for selector in drawn))
+        for selector, text in drawn.items():
+            await assert_nothing_injected(pilot, screen.query(selector).first(), text)
 
 
 async def test_guard_past_action_from_the_alerts_list() -> None:
@@ -169,8 +173,7 @@ async def test_tune_apply_diff_of_a_config_with_control_characters(tmp_path: Pat
 
 
 async def test_restart_dialog_output_and_the_logs_last_errors(tmp_path: Path) -> None:
-    """The restart command's output (a `docker restart`, a script tailing the server's log) and the
-    error lines of the endpoint's log, shown when the command failed."""
+    """The command's output (a script tailing the server's log) and the log's errors once it failed."""
     log = tmp_path / "server.log"
     script = tmp_path / "restart.py"
     script.write_text(f"import sys\nprint({HOSTILE!r})\nsys.exit(3)\n", encoding="utf-8")
@@ -182,9 +185,6 @@ async def test_restart_dialog_output_and_the_logs_last_errors(tmp_path: Path) ->
         status = dialog.query_one("#restart-status")
         await wait_for(pilot, lambda: dialog.finished)
         await assert_nothing_injected(pilot, status, "CUDA out of memory. evil")
-
-
-# --- the fleet dashboard: Prometheus's labels and its own error text ---------------------------------------
 
 
 async def test_fleet_table_and_the_prometheus_down_alert() -> None:
@@ -207,9 +207,6 @@ async def test_fleet_table_and_the_prometheus_down_alert() -> None:
             await assert_nothing_injected(pilot, app.screen.query_one(DataTable), "failing: error (badevil")
 
 
-# --- the net under every widget ----------------------------------------------------------------------------
-
-
 class RawLabel(GuardsDrawnText, App[None]):
     """A widget that forgets the sanitizer: the hostile text straight into a Static."""
 
@@ -217,7 +214,7 @@ class RawLabel(GuardsDrawnText, App[None]):
         yield Static(Text(f"model {HOSTILE} end"), id="raw")
 
 
-async def test_the_net_under_every_widget() -> None:
+async def test_the_net_under_every_widget_and_spectop_apps_install_it(tmp_path: Path) -> None:
     app = RawLabel()
     async with app.run_test(size=(60, 5)) as pilot:
         static = app.query_one("#raw", Static)
@@ -225,20 +222,9 @@ async def test_the_net_under_every_widget() -> None:
         frame = terminal_output(app)
     assert_clean(frame, raw=CONTROLS)
     assert "evil" in frame
-
-
-def test_spectop_apps_install_the_net(tmp_path: Path) -> None:
-    """Through Textual's public `get_line_filters`: a Textual release that stops applying an App's line
-    filters to the drawn lines fails `test_the_net_under_every_widget`."""
-    apps = (
-        SpectopApp(Settings(), theme_folders=[], remember_theme_choice=False),
-        EditorApp(tmp_path / "c.toml"),
-    )
-    for app in apps:
-        assert any(isinstance(each, DropControls) for each in app.get_line_filters())
-
-
-# --- nothing from a config file reaches the terminal raw from the config editor
+    # through Textual's public `get_line_filters`: the net above is what these apps' filters do
+    for each in (SpectopApp(Settings(), theme_folders=[], remember_theme_choice=False), EditorApp(tmp_path)):
+        assert any(isinstance(line_filter, DropControls) for line_filter in each.get_line_filters())
 
 
 async def test_raw_view_of_a_file_with_control_bytes(tmp_path: Path) -> None:
@@ -275,18 +261,3 @@ async def test_editor_status_line_of_a_file_named_with_control_characters(tmp_pa
     async with editing(config, size=(100, 24)) as (pilot, screen):
         await assert_nothing_injected(pilot, screen.query_one("#editor-title"), "evil")
         await assert_nothing_injected(pilot, screen.query_one("#editor-status"), "evil")
-
-
-async def test_the_editors_diff_and_question_dialogs() -> None:
-    """A TOML comment may hold C1 controls and bidi overrides: the save's diff shows them harmless; the
-    questions quote the file's name."""
-    dialog = DiffDialog(f"Save c{HOSTILE}.toml?", HOSTILE_DIFF)
-    async with OneScreenApp(dialog).run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: bool(pilot.app.screen.query("#diff")))
-        screen = pilot.app.screen
-        await assert_nothing_injected(pilot, screen.query(Static).first(), "Save cevil")
-        await assert_nothing_injected(pilot, screen.query_one("#diff"), '-name = "evil')
-    question = ConfirmDialog(f"c{HOSTILE}.toml has unsaved changes. Quit spectop?", {"n": ""})
-    async with OneScreenApp(question).run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog))
-        await assert_nothing_injected(pilot, pilot.app.screen.query(Static).first(), "cevil")

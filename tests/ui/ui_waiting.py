@@ -1,5 +1,4 @@
-"""The one way tests wait: on a condition, in small pauses of the app, never on a fixed time (`timeout_s`
-is a hang guard, never an assertion about speed); and keys sent as a terminal sends them."""
+"""The one way tests wait: on a condition, never a fixed time (`timeout_s` is a hang guard)."""
 
 from __future__ import annotations
 
@@ -143,6 +142,12 @@ async def press_at_once(pilot: Pilot[Any], *keys: str) -> None:
     for key in keys:
         name = "space" if key == " " else key
         pilot.app.post_message(events.Key(name, key if len(key) == 1 else CHARACTERS.get(key)))
+    await pilot.pause()
+
+
+async def press_then_pause(pilot: Pilot[Any], *keys: str) -> None:
+    """Press `keys`, then let the app go idle and redraw (what the keys started is drawn)."""
+    await pilot.press(*keys)
     await pilot.pause()
 
 
