@@ -102,7 +102,6 @@ SCHEDULE_TOOLTIP = "alternate: A's round, then B's (never overlapping); parallel
 
 
 def _choice(options: Any, value: Any, id: str, **kwargs: Any) -> Select[Any]:
-    """A compact choice that always has a value."""
     return Select(options, value=value, allow_blank=False, id=id, compact=True, **kwargs)
 
 
@@ -222,13 +221,12 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         title = "A/B burst · ctrl+r starts · enter/i: edit a field · esc: drop it, cancel, back"
         yield Static(title, id="bench-title")
         a_default = self._default(self.default_a, 0)
-        b_default: EndpointArm | OneArm | None = NO_B
+        b_default: EndpointArm | OneArm | None
         if self.default_b:
             b_default = self._default(self.default_b, 1)
         else:  # B: the first endpoint that is not A (never the same server twice by default)
-            others = [e for e in self.endpoints if a_default is None or e.name != a_default.name]
-            if others:
-                b_default = EndpointArm.from_settings(others[0])
+            others = (e for e in self.endpoints if a_default is None or e.name != a_default.name)
+            b_default = next((EndpointArm.from_settings(e) for e in others), NO_B)
         with Horizontal(classes="form-row"):
             yield Label("A")
             a_options = self._endpoint_options()
@@ -276,10 +274,8 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        table = self.query_one("#results-table", DataTable)
-        table.add_columns("figure", "A", "B")
-        history = self.query_one("#history-table", BurstHistoryTable)
-        history.add_columns(*HISTORY_COLUMNS)
+        self.query_one("#results-table", DataTable).add_columns("figure", "A", "B")
+        self.query_one("#history-table", BurstHistoryTable).add_columns(*HISTORY_COLUMNS)
         self.run_worker(self._load_history(), group="history", exit_on_error=False)
         if not self.endpoints:
             self.set_status("no endpoints in the settings: pick past bursts from the history (h)")

@@ -321,8 +321,7 @@ class DashboardScreen(EndpointScreen):
         """The intro (`spectop demo`) goes at the first key; the key does what it does anyway."""
         self._show_intro(False)
 
-    def action_show_intro(self) -> None:
-        """The intro again (the palette's "Demo hints")."""
+    def action_show_intro(self) -> None:  # the palette's "Demo hints"
         self._show_intro(True)
 
     def _show_intro(self, shown: bool) -> None:
@@ -388,8 +387,7 @@ class DashboardScreen(EndpointScreen):
 
     @on(DataTable.RowSelected, "#table, #fleet-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        """Enter on a table row: that endpoint's detail, as Enter on its card."""
-        event.stop()
+        event.stop()  # Enter on a table row: that endpoint's detail, as Enter on its card
         self.action_open_detail()
 
     def _table(self) -> EndpointTable | FleetTable:
@@ -443,12 +441,10 @@ class DashboardScreen(EndpointScreen):
         cards[max(0, min(len(cards) - 1, target))].focus()
 
     def action_open_detail(self) -> None:
-        name = self.endpoint_in_view
-        if name is None:
-            return
         from tui.screens.detail import DetailScreen
 
-        self.app.push_screen(DetailScreen(self.context, name))
+        if (name := self.endpoint_in_view) is not None:
+            self.app.push_screen(DetailScreen(self.context, name))
 
     def _card_endpoint(self) -> str | None:
         card = self._focused_card()

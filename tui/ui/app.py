@@ -623,10 +623,9 @@ class SpectopApp(SpectopBase[int]):
             self.register_theme(theme)
         self.theme_names: list[str] = sorted(loaded.themes)
         wanted = remembered_theme() if self._remember_theme_choice else None
-        for choice in (wanted, DEFAULT_THEME):
-            if choice and choice in self.available_themes:
-                self.theme = choice
-                break
+        self.theme = next(
+            (c for c in (wanted, DEFAULT_THEME) if c and c in self.available_themes), self.theme
+        )
         self._saved_theme = wanted or self.theme
         return loaded.problems
 

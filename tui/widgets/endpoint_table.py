@@ -71,7 +71,6 @@ FITTED: tuple[SortColumn, ...] = ("name", "status", "model")
 
 
 def figure_columns(*widths: int) -> tuple[Column, ...]:
-    """The figure columns (tok/s … KV) in these widths."""
     return tuple(
         Column(sort, header, width, figure)
         for (sort, header, figure), width in zip(FIGURES, widths, strict=True)
@@ -131,16 +130,10 @@ def single_line_cell(
         return None
     # Text.__rich_console__ joins its lines with "\n": the text's own style becomes a span of the line.
     content = list(_NEWLINE.join([text]).render(console, end=""))
-    fill = inner - cell_len(plain)
-    segments = [Segment(" " * padding)] if padding else []
-    segments += content
-    if fill:
-        segments.append(Segment(" " * fill))
-    if padding:
-        segments.append(Segment(" " * padding))
+    fill, pad = Segment(" " * (inner - cell_len(plain))), Segment(" " * padding)
     line = [
         Segment(segment.text, (pre_style + segment.style if segment.style else pre_style) + post_style)
-        for segment in segments
+        for segment in (pad, *content, fill, pad)
         if segment.text
     ]
     return [line]
@@ -571,10 +564,10 @@ class EndpointTable(DataTable[Text]):
                 continue
             sorted_by = column.sort == self.sort_column
             arrow = ("▼" if self.sort_reverse else "▲") if sorted_by else ""
-            if column.figure is not None:
-                label = (arrow + column.header).rjust(column.width)
-            else:
-                label = f"{column.header} {arrow}".rstrip()
+            figure = column.figure is not None
+            label = (
+                (arrow + column.header).rjust(column.width) if figure else f"{column.header} {arrow}".rstrip()
+            )
             style = "bold reverse" if sorted_by else "bold"
             self.columns[column.key].label = Text(label, style=style)  # type: ignore[index]
         self._require_update_dimensions = True

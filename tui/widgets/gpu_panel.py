@@ -109,10 +109,8 @@ def _dropped(
 def shared_gpus(views: Mapping[str, EndpointGpus], shared: frozenset[str]) -> list[GpuSample]:
     """The GPUs in `shared`, once each, by index."""
     gpus: dict[str, GpuSample] = {}
-    for view in views.values():
-        for gpu in view.gpus:
-            if gpu.key in shared:
-                gpus.setdefault(gpu.key, gpu)
+    for gpu in (gpu for view in views.values() for gpu in view.gpus if gpu.key in shared):
+        gpus.setdefault(gpu.key, gpu)
     return sorted(gpus.values(), key=lambda gpu: (gpu.index is None, gpu.index or 0, gpu.key))
 
 
@@ -183,9 +181,7 @@ def render_key(
     view: EndpointGpus | None, shared: frozenset[str], views: Mapping[str, EndpointGpus]
 ) -> object:
     """What the card's GPU line depends on (equal keys: the same line)."""
-    if view is None:
-        return None
-    return (view.reason, view.gpus, shared, all_same_reason(views) is None)
+    return None if view is None else (view.reason, view.gpus, shared, all_same_reason(views) is None)
 
 
 class GpuStrip(Static):
@@ -332,13 +328,9 @@ def process_lines(gpu: GpuSample, width: int) -> list[Content]:
     for process in ordered[:MAX_PROCESS_ROWS]:
         used = _figure(process.used_memory_bytes, "G", fmt_gib_number)
         head = f"    pid {process.pid:<8} {used:>7}  "
-        name = safe_line(process.name or UNKNOWN)
-        room = max(0, width - len(head))
-        lines.append(
-            Content.assemble(
-                _label(head), (name if len(name) <= room else name[: max(0, room - 1)] + "…", "")
-            )
-        )
+        name, room = safe_line(process.name or UNKNOWN), max(0, width - len(head))
+        name = name if len(name) <= room else name[: max(0, room - 1)] + "…"
+        lines.append(Content.assemble(_label(head), (name, "")))
     if len(ordered) > MAX_PROCESS_ROWS:
         lines.append(Content.styled(f"    + {len(ordered) - MAX_PROCESS_ROWS} more processes", "$text-muted"))
     return lines
