@@ -498,10 +498,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self._fill_history()
         arms: list[tuple[str, ArmChoice | OneArm]] = [*self._endpoint_options()]
         for entry in self.history[:30]:
+            stamp = f"◷ {entry.started_at:%m-%d %H:%M} {entry.prompt_set}"
             for label, name in zip("ab", entry.arm_names, strict=False):
-                text = safe_line(
-                    f"◷ {entry.started_at:%m-%d %H:%M} {entry.prompt_set} {label.upper()}:{name}"
-                )
+                text = safe_line(f"{stamp} {label.upper()}:{name}")
                 arms.append((text, PastArm(path=entry.path, arm="a" if label == "a" else "b")))
         for side in ("a", "b"):
             select = self.query_one(f"#{side}-select", Select)

@@ -68,13 +68,8 @@ class EndpointCard(Widget, can_focus=True):
     """A focusable card; what it draws depends on its size alone (`card_lines`)."""
 
     DEFAULT_CSS = """
-    EndpointCard {
-        height: 5;
-        border: round $panel-lighten-2;
-        border-title-color: $foreground;
-        border-title-style: bold;
-        padding: 0 1;
-    }
+    EndpointCard { height: 5; border: round $panel-lighten-2; padding: 0 1; }
+    EndpointCard { border-title-color: $foreground; border-title-style: bold; }
     EndpointCard.roomy { height: 9; }
     EndpointCard.gpu { height: 6; }
     EndpointCard.roomy.gpu { height: 10; }
