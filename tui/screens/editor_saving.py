@@ -55,8 +55,6 @@ def write_recovery(path: Path, text: str) -> str:
 
 
 class EditorSaving(EditorForm):
-    """Opening and saving the file (the form and the views below)."""
-
     @work(exclusive=True, group="editor-load", exit_on_error=False)
     async def load_file(self) -> None:
         try:

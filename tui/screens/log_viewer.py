@@ -92,7 +92,6 @@ class LogView(Widget, can_focus=True):
         return self.window.lines[self._shown[position]]
 
     def bottom_top(self) -> int:
-        """The `top` that shows the last lines."""
         width, height = max(10, self.content_size.width), max(1, self.content_size.height)
         rows, position = 0, self.count
         while position > 0 and rows < height:

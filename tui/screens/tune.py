@@ -63,7 +63,6 @@ def screen_words(text: str) -> str:
 
 
 def tune_rows(result: TuneResult) -> tuple[list[str], list[list[str]]]:
-    """The tune table as text: a header and one row per value."""
     per_load = [(f"c={concurrency} tok/s", "×base", "95% CI") for concurrency in result.concurrencies]
     header = ["value", *(text for texts in per_load for text in texts), "accept"]
     rows = []

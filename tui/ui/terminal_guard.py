@@ -64,7 +64,6 @@ _STATES: weakref.WeakKeyDictionary[App[Any], SignalState] = weakref.WeakKeyDicti
 
 
 def signal_state(app: App[Any]) -> SignalState:
-    """The signal guard's state of `app` (made on first use)."""
     return _STATES.setdefault(app, SignalState())
 
 

@@ -254,7 +254,6 @@ def _label(text: str) -> tuple[str, str]:
 
 
 def _labelled(data: CardData, *pairs: tuple[str, str]) -> list[tuple[str, str]]:
-    """Each (label, figure key) as the label and the figure's value."""
     return [part for label, key in pairs for part in (_label(label), _value(data.text(key)))]
 
 
@@ -283,7 +282,6 @@ def badge_line(data: CardData, width: int) -> Content:
 
 
 def _badge_message(data: CardData) -> tuple[str, str] | None:
-    """The badge line's message and its style."""
     reading = data.reading
     caveat = data.caveat()
     if reading is not None and reading.error:

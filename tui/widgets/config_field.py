@@ -22,7 +22,6 @@ FOCUS_MARK = "▶ "  # before the focused row's key: focus is seen without colou
 
 
 def value_text(value: Any) -> str:
-    """How a value is shown in (and typed into) an Input."""
     if value is MISSING or value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -186,7 +186,6 @@ class EndpointTable(DataTable[Text]):
 
     @property
     def available_columns(self) -> tuple[Column, ...]:
-        """The columns this width can show, in their default order."""
         return self.wide_columns if self.wide else self.narrow_columns
 
     @property
@@ -257,7 +256,6 @@ class EndpointTable(DataTable[Text]):
             self.select(selected)
 
     def _add_columns(self) -> None:
-        """The layout's columns in their widths now, without rows."""
         self.clear(columns=True)
         self._cells, self._order, self._latest, self._stale = {}, [], {}, set()
         for column in self.layout_columns:
@@ -412,11 +410,9 @@ class EndpointTable(DataTable[Text]):
 
     @property
     def endpoints(self) -> list[str]:
-        """The endpoints shown, top to bottom."""
         return list(self._order)
 
     def set_rows(self, entries: Sequence[tuple[EndpointRow, Sequence[float | None]]]) -> None:
-        """New data for some or all endpoints; only changed cells are redrawn."""
         for row, trend in entries:
             self._rows[row.name] = row
             self._trends[row.name] = list(trend)
@@ -427,7 +423,6 @@ class EndpointTable(DataTable[Text]):
         self.refresh_rows()
 
     def refresh_rows(self) -> None:
-        """Show the rows the filter lets through, sorted."""
         shown = [row for name, row in self._rows.items() if self.filter_text in name.lower()]
         self.show_rows(sorted_rows(shown, self.sort_column, reverse=self.sort_reverse), self._trends)
 

@@ -62,8 +62,6 @@ def figure_cell(column: Column, row: EndpointRow) -> str:
 
 @dataclass(frozen=True)
 class FleetView:
-    """What the fleet table draws, asked at each refresh."""
-
     instances: Callable[[], list[Instance]]
     trend: Callable[[str, int], Sequence[float | None]]
 

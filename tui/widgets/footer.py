@@ -42,7 +42,6 @@ class Footer(TextualFooter):
     _shown: tuple[object, ...] | None = None  # what the last compose showed
 
     def _shows(self) -> tuple[object, ...]:
-        """Everything the footer's compose reads."""
         if not self._bindings_ready:
             return ()
         try:
@@ -79,6 +78,5 @@ class Footer(TextualFooter):
             key.display = used - key.styles.margin.right <= room  # the last key's margin may be cut
 
     def _width(self, key: FooterKey) -> int:
-        """The columns `key` takes in the footer, its margins included."""
         content = key.get_content_width(self.size, self.app.size)
         return content + key.styles.gutter.width + key.styles.margin.width

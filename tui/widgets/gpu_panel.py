@@ -64,7 +64,6 @@ DROP_ORDER = ("bar", "temp", "memory", "util", "clk", "power")
 
 
 def gpu_groups(gpus: Sequence[GpuSample]) -> list[tuple[str, Segments]]:
-    """The parts of a GPU line, named, in their order on the line."""
     used = _sum([gpu.memory_used_bytes for gpu in gpus])
     total = _sum([gpu.memory_total_bytes for gpu in gpus])
     fraction = used / total if used is not None and total else None
@@ -107,7 +106,6 @@ def _dropped(
 
 
 def shared_gpus(views: Mapping[str, EndpointGpus], shared: frozenset[str]) -> list[GpuSample]:
-    """The GPUs in `shared`, once each, by index."""
     gpus: dict[str, GpuSample] = {}
     for gpu in (gpu for view in views.values() for gpu in view.gpus if gpu.key in shared):
         gpus.setdefault(gpu.key, gpu)
@@ -193,7 +191,6 @@ class GpuStrip(Static):
     """
 
     def show(self, views: Mapping[str, EndpointGpus], shared: frozenset[str]) -> int:
-        """Redraw; returns the rows it takes (0 when hidden)."""
         lines = strip_lines(views, shared, max(20, self.app.size.width - 2))
         self.set_class(bool(lines), "visible")
         if lines:
@@ -337,7 +334,6 @@ def process_lines(gpu: GpuSample, width: int) -> list[Content]:
 
 
 def gpu_rows(gpus: Sequence[GpuSample], width: int) -> list[Content]:
-    """One row per GPU, its processes under it."""
     lines: list[Content] = []
     for gpu in gpus:
         lines += fit_row(row_groups(gpu), width)
