@@ -112,8 +112,7 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
             self.set_status(f"editing {dotted(row.spec.path)}: {EDITING_HINT}")
 
     def on_field_input_cancelled(self, message: FieldInput.Cancelled) -> None:
-        row = self._row_of(message.field)
-        if row is None:
+        if (row := self._row_of(message.field)) is None:
             return
         if row.pending_text is None:
             row.set_error(None)  # the text is the document's value again

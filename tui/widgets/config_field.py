@@ -108,8 +108,7 @@ class ConfigFieldRow(Widget):
     def show(self, value: Any) -> None:
         """Show the document's value (after an undo or a raw edit) without posting an edit."""
         self._value = value
-        widget = self.query_one_optional("#value")
-        if widget is None:
+        if (widget := self.query_one_optional("#value")) is None:
             return
         if isinstance(widget, Switch):
             if widget.value != (value is True):

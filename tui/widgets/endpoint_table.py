@@ -287,8 +287,7 @@ class EndpointTable(DataTable[Text]):
         texts = self.text_widths(rows) if rows else {}
         widths = {}
         for sort in FITTED:
-            column = next((column for column in layout if column.sort == sort), None)
-            if column is None:
+            if (column := next((column for column in layout if column.sort == sort), None)) is None:
                 continue
             gap = gaps[column.key]
             grow = max(0, min(texts.get(sort, 0) + gap - column.width, spare))
@@ -363,16 +362,10 @@ class EndpointTable(DataTable[Text]):
         hover: bool,
     ) -> SegmentLines | None:
         """A one-line cell's segments made directly (`single_line_cell`); None: DataTable renders it."""
+        fixed = row_index < self.fixed_rows or column_index < self.fixed_columns
+        css = (self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
         component_style, post_style = self._get_styles_to_render_cell(
-            False,
-            False,
-            row_index < self.fixed_rows or column_index < self.fixed_columns,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
+            False, False, fixed, hover, cursor, self.show_cursor, self._show_hover_cursor, *css
         )
         pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
         return single_line_cell(self.app.console, value, width, self.cell_padding, pre_style, post_style)
