@@ -171,15 +171,12 @@ class DashboardScreen(EndpointScreen):
             return
         container = self.query_one("#cards", Container)
         roomy = container.has_class("roomy")
-        cards = []
         for name in missing:
-            card = EndpointCard(self._card_data(name), id=f"card-{len(self._cards)}")
+            card = self._cards[name] = EndpointCard(self._card_data(name), id=f"card-{len(self._cards)}")
             card.roomy = roomy
             card.styles.height = self._card_rows
             card.display = self._filter in name.lower()
-            self._cards[name] = card
-            cards.append(card)
-        self._mounting = container.mount_all(cards)
+        self._mounting = container.mount_all([self._cards[name] for name in missing])
 
     def _focus_first_card(self) -> None:
         self._focus_pending = False
