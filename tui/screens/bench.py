@@ -91,6 +91,7 @@ LAST_FIELDS = (
 )  # fmt: skip
 SCHEDULES = (("alternate", "alternate"), ("parallel", "parallel"))
 BEFORE_A_BURST = "no burst yet: ctrl+r runs one; figures and verdict show here · h: past bursts"
+BEFORE_EXPLAINING = "run a burst: per-category acceptance, outliers and /metrics show here"
 APIS = (("chat", "chat"), ("completions", "completions"), ("sglang", "sglang"))
 # (label, toggle id, request field, tooltip): `spectop bench --prime-cache / --flush-cache`.
 TOGGLES = (
@@ -268,9 +269,7 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 yield Static(BEFORE_A_BURST, id="verdict", classes="hint")
             yield BurstHistoryTable(id="history-table", cursor_type="row")
             with VerticalScroll(id="explain"):
-                yield Static(
-                    "run a burst: per-category acceptance, outliers and /metrics show here", id="explain-text"
-                )
+                yield Static(BEFORE_EXPLAINING, id="explain-text")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

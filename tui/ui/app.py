@@ -649,8 +649,7 @@ class SpectopApp(SpectopBase[int]):
         parts = self.source.status()
         if self.source.paused:
             parts.append("PAUSED")
-        active = self.alerts.active_count()
-        if active:
+        if active := self.alerts.active_count():
             parts.append(f"{active} alert{'s' if active > 1 else ''} (a)")
         room = subtitle_room(self.size.width, self.title)
         shown = safe_line(" · ".join(fit_parts(parts, room)))  # it may quote a server's error
