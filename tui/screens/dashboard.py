@@ -294,8 +294,7 @@ class DashboardScreen(EndpointScreen):
     def _tick_ages(self) -> None:
         """Once a second: late cards show their growing age; a table row only when it turns stale or back."""
         board = self.context.board
-        now = self.context.clock.time()
-        if now is None:  # a replay before its first record: no age yet
+        if (now := self.context.clock.time()) is None:  # a replay before its first record: no age yet
             return
         stale_after = self.context.stale_after_s
         stale = {name for name, reading in board.readings.items() if now - reading.time > stale_after}

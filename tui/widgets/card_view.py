@@ -94,9 +94,7 @@ def reading_status(
     if reading is None:
         return "waiting"
     if not reading.up:
-        if reading.source_failed:
-            return "no data"
-        return "restarting" if restarting else "down"
+        return "no data" if reading.source_failed else "restarting" if restarting else "down"
     if now is not None and now - reading.time > stale_after_s:
         return "stale"
     return "up"

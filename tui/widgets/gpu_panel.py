@@ -163,8 +163,7 @@ def strip_lines(views: Mapping[str, EndpointGpus], shared: frozenset[str], width
     reason = all_same_reason(views)
     if reason is not None:
         return [reason_line(reason).truncate(width, ellipsis=True)]
-    ordered = shared_gpus(views, shared)
-    if not ordered:
+    if not (ordered := shared_gpus(views, shared)):
         return []
     groups = [[gpu] for gpu in ordered] if len(ordered) <= MAX_STRIP_LINES else [ordered]
     users = ", ".join(safe_line(name) for name, view in views.items() if set(view.keys) & shared)
