@@ -92,8 +92,7 @@ class EndpointCard(Widget, can_focus=True):
         return self.data.name
 
     def update_data(self, data: CardData) -> None:
-        key = data.render_key()
-        if key == self._render_key:
+        if (key := data.render_key()) == self._render_key:
             return  # nothing on the card would change: skip the redraw
         self._render_key = key
         self.data = data

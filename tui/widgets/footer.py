@@ -53,10 +53,7 @@ class Footer(TextualFooter):
         return (self.compact, self.show_command_palette, self.combine_groups, bindings)
 
     async def recompose(self) -> None:
-        if not self.is_attached:
-            return
-        shows = self._shows()
-        if shows == self._shown:
+        if not self.is_attached or (shows := self._shows()) == self._shown:
             return
         self._shown = shows
         await super().recompose()
