@@ -29,9 +29,7 @@ COLUMNS: tuple[tuple[str, int | None], ...] = (
 
 
 class AlertsScreen(Screen[None]):
-    DEFAULT_CSS = """
-    AlertsScreen DataTable { height: 1fr; }
-    """
+    DEFAULT_CSS = "AlertsScreen DataTable { height: 1fr; }"
     BINDINGS: ClassVar[list[BindingType]] = back_bindings("a")
 
     _shown_version = -1
@@ -48,10 +46,9 @@ class AlertsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = "alerts"
-        tables = self.query(DataTable)
-        if not tables:
+        table = self.query_one_optional(DataTable)
+        if table is None:
             return  # the app is shutting down
-        table = tables.first()
         for label, width in COLUMNS:
             table.add_column(label, width=width, key=label)
         self._fill()
@@ -68,18 +65,16 @@ class AlertsScreen(Screen[None]):
             self._fill()
 
     def _fill(self) -> None:
-        tables = self.query(DataTable)
-        if not tables or not tables.first().columns:
+        table = self.query_one_optional(DataTable)
+        if table is None or not table.columns:
             return
-        table = tables.first()
         # The alert column takes the rest of the row: its text wraps there, whole (never cut at the edge).
         fixed = sum(width + 2 * table.cell_padding for _label, width in COLUMNS if width is not None)
         width = max(20, table.size.width - fixed - 2 * table.cell_padding - 2)  # 2: the scrollbar
         table.columns["alert"].width = width  # type: ignore[index]
         table.columns["alert"].auto_width = False  # type: ignore[index]
         self._shown_version = self.alerts.version
-        alerts = self.alerts.all_alerts()
-        self._rows = alerts
+        self._rows = alerts = self.alerts.all_alerts()
         table.clear()
         for alert in alerts:
             severity = alert.severity if alert.active else alert.worst  # a past alert: the worst it got

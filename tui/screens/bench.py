@@ -91,6 +91,7 @@ LAST_FIELDS = (
 )  # fmt: skip
 SCHEDULES = (("alternate", "alternate"), ("parallel", "parallel"))
 BEFORE_A_BURST = "no burst yet: ctrl+r runs one; figures and verdict show here · h: past bursts"
+BEFORE_EXPLAINING = "run a burst: per-category acceptance, outliers and /metrics show here"
 APIS = (("chat", "chat"), ("completions", "completions"), ("sglang", "sglang"))
 # (label, toggle id, request field, tooltip): `spectop bench --prime-cache / --flush-cache`.
 TOGGLES = (
@@ -102,7 +103,6 @@ SCHEDULE_TOOLTIP = "alternate: A's round, then B's (never overlapping); parallel
 
 
 def _choice(options: Any, value: Any, id: str, **kwargs: Any) -> Select[Any]:
-    """A compact choice that always has a value."""
     return Select(options, value=value, allow_blank=False, id=id, compact=True, **kwargs)
 
 
@@ -222,13 +222,12 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         title = "A/B burst · ctrl+r starts · enter/i: edit a field · esc: drop it, cancel, back"
         yield Static(title, id="bench-title")
         a_default = self._default(self.default_a, 0)
-        b_default: EndpointArm | OneArm | None = NO_B
+        b_default: EndpointArm | OneArm | None
         if self.default_b:
             b_default = self._default(self.default_b, 1)
         else:  # B: the first endpoint that is not A (never the same server twice by default)
-            others = [e for e in self.endpoints if a_default is None or e.name != a_default.name]
-            if others:
-                b_default = EndpointArm.from_settings(others[0])
+            others = (e for e in self.endpoints if a_default is None or e.name != a_default.name)
+            b_default = next((EndpointArm.from_settings(e) for e in others), NO_B)
         with Horizontal(classes="form-row"):
             yield Label("A")
             a_options = self._endpoint_options()
@@ -270,16 +269,12 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
                 yield Static(BEFORE_A_BURST, id="verdict", classes="hint")
             yield BurstHistoryTable(id="history-table", cursor_type="row")
             with VerticalScroll(id="explain"):
-                yield Static(
-                    "run a burst: per-category acceptance, outliers and /metrics show here", id="explain-text"
-                )
+                yield Static(BEFORE_EXPLAINING, id="explain-text")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        table = self.query_one("#results-table", DataTable)
-        table.add_columns("figure", "A", "B")
-        history = self.query_one("#history-table", BurstHistoryTable)
-        history.add_columns(*HISTORY_COLUMNS)
+        self.query_one("#results-table", DataTable).add_columns("figure", "A", "B")
+        self.query_one("#history-table", BurstHistoryTable).add_columns(*HISTORY_COLUMNS)
         self.run_worker(self._load_history(), group="history", exit_on_error=False)
         if not self.endpoints:
             self.set_status("no endpoints in the settings: pick past bursts from the history (h)")
@@ -502,10 +497,9 @@ class BenchScreen(ReportsWorkerFailures, Screen[None]):
         self._fill_history()
         arms: list[tuple[str, ArmChoice | OneArm]] = [*self._endpoint_options()]
         for entry in self.history[:30]:
+            stamp = f"◷ {entry.started_at:%m-%d %H:%M} {entry.prompt_set}"
             for label, name in zip("ab", entry.arm_names, strict=False):
-                text = safe_line(
-                    f"◷ {entry.started_at:%m-%d %H:%M} {entry.prompt_set} {label.upper()}:{name}"
-                )
+                text = safe_line(f"{stamp} {label.upper()}:{name}")
                 arms.append((text, PastArm(path=entry.path, arm="a" if label == "a" else "b")))
         for side in ("a", "b"):
             select = self.query_one(f"#{side}-select", Select)

@@ -90,10 +90,8 @@ class ScreenContext:
         board, now = self.board, self.clock.time()
         result = []
         for name in (endpoint.name for endpoint in board.endpoints):
-            reading = board.readings.get(name)
-            status = reading_status(
-                reading, now, self.stale_after_s, restarting=board.alerts.restarting(name)
-            )
+            reading, restarting = board.readings.get(name), board.alerts.restarting(name)
+            status = reading_status(reading, now, self.stale_after_s, restarting=restarting)
             result.append(Instance(name, reading, status, board.alerts.active_severities(name)))
         return result
 

@@ -171,15 +171,12 @@ class DashboardScreen(EndpointScreen):
             return
         container = self.query_one("#cards", Container)
         roomy = container.has_class("roomy")
-        cards = []
         for name in missing:
-            card = EndpointCard(self._card_data(name), id=f"card-{len(self._cards)}")
+            card = self._cards[name] = EndpointCard(self._card_data(name), id=f"card-{len(self._cards)}")
             card.roomy = roomy
             card.styles.height = self._card_rows
             card.display = self._filter in name.lower()
-            self._cards[name] = card
-            cards.append(card)
-        self._mounting = container.mount_all(cards)
+        self._mounting = container.mount_all([self._cards[name] for name in missing])
 
     def _focus_first_card(self) -> None:
         self._focus_pending = False
@@ -297,8 +294,7 @@ class DashboardScreen(EndpointScreen):
     def _tick_ages(self) -> None:
         """Once a second: late cards show their growing age; a table row only when it turns stale or back."""
         board = self.context.board
-        now = self.context.clock.time()
-        if now is None:  # a replay before its first record: no age yet
+        if (now := self.context.clock.time()) is None:  # a replay before its first record: no age yet
             return
         stale_after = self.context.stale_after_s
         stale = {name for name, reading in board.readings.items() if now - reading.time > stale_after}
@@ -321,8 +317,7 @@ class DashboardScreen(EndpointScreen):
         """The intro (`spectop demo`) goes at the first key; the key does what it does anyway."""
         self._show_intro(False)
 
-    def action_show_intro(self) -> None:
-        """The intro again (the palette's "Demo hints")."""
+    def action_show_intro(self) -> None:  # the palette's "Demo hints"
         self._show_intro(True)
 
     def _show_intro(self, shown: bool) -> None:
@@ -388,8 +383,7 @@ class DashboardScreen(EndpointScreen):
 
     @on(DataTable.RowSelected, "#table, #fleet-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        """Enter on a table row: that endpoint's detail, as Enter on its card."""
-        event.stop()
+        event.stop()  # Enter on a table row: that endpoint's detail, as Enter on its card
         self.action_open_detail()
 
     def _table(self) -> EndpointTable | FleetTable:
@@ -443,12 +437,10 @@ class DashboardScreen(EndpointScreen):
         cards[max(0, min(len(cards) - 1, target))].focus()
 
     def action_open_detail(self) -> None:
-        name = self.endpoint_in_view
-        if name is None:
-            return
         from tui.screens.detail import DetailScreen
 
-        self.app.push_screen(DetailScreen(self.context, name))
+        if (name := self.endpoint_in_view) is not None:
+            self.app.push_screen(DetailScreen(self.context, name))
 
     def _card_endpoint(self) -> str | None:
         card = self._focused_card()

@@ -168,8 +168,8 @@ class DetailScreen(EndpointScreen):
     def action_back(self) -> None:
         if self.query_one("#log-filter", BottomInput).is_open:
             self._close_filter(clear=True)
-            return
-        self.app.pop_screen()
+        else:
+            self.app.pop_screen()
 
     def action_toggle_follow(self) -> None:
         log = self.query_one(LogPane)

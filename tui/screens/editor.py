@@ -30,9 +30,8 @@ PAGE_KEYS = "a page of fields down / up"
 class EditorScreen(ReportsWorkerFailures, EditorSaving):
     DEFAULT_CSS = """
     EditorScreen #editor-title { height: 1; background: $primary; color: $text; padding: 0 1; }
-    EditorScreen #editor-status {
-        height: auto; min-height: 1; max-height: 3; padding: 0 1; color: $text-muted;
-    }
+    EditorScreen #editor-status { height: auto; min-height: 1; max-height: 3; padding: 0 1; }
+    EditorScreen #editor-status { color: $text-muted; }
     EditorScreen #editor-status.-error { color: $error; }
     EditorScreen TabbedContent { height: 1fr; }
     EditorScreen TabPane { padding: 0; }
@@ -92,9 +91,7 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
     def write_recovery_copy(self) -> str | None:
         """Write the unsaved text beside the file (or in the recovery folder); a note saying where."""
         text = self.unsaved_text()
-        if text is None or not self.loaded:
-            return None
-        return write_recovery(self.path, text)
+        return None if text is None or not self.loaded else write_recovery(self.path, text)
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         widget = event.widget
@@ -111,13 +108,11 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
             self.set_status("raw text: enter or i edits the text · esc stops")
 
     def on_field_input_started(self, message: FieldInput.Started) -> None:
-        row = self._row_of(message.field)
-        if row is not None:
+        if (row := self._row_of(message.field)) is not None:
             self.set_status(f"editing {dotted(row.spec.path)}: {EDITING_HINT}")
 
     def on_field_input_cancelled(self, message: FieldInput.Cancelled) -> None:
-        row = self._row_of(message.field)
-        if row is None:
+        if (row := self._row_of(message.field)) is None:
             return
         if row.pending_text is None:
             row.set_error(None)  # the text is the document's value again
@@ -185,8 +180,7 @@ class EditorScreen(ReportsWorkerFailures, EditorSaving):
         except ConfigError as error:
             self.set_status(f"cannot undo {dotted(path)}: {error}", error=True)
             return
-        row = self._rows.get(path)
-        if row is not None:
+        if (row := self._rows.get(path)) is not None:
             row.set_error(None)
         self._set_document(document)
         self.set_status(f"undid the change of {dotted(path)}")

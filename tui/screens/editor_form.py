@@ -119,17 +119,14 @@ class EditorForm(Screen[None]):
         self._opening_focus: Widget | None = None
 
     def _value(self, path: KeyPath) -> Any:
-        if self.document is None or not self.document.has(path):
-            return MISSING
-        return self.document.get(path)
+        return self.document.get(path) if self.document is not None and self.document.has(path) else MISSING
 
     def _load_raw(self, text: str) -> None:
         raw = self.query_one("#raw", TextArea)
         location = raw.cursor_location
         raw.load_text(text)
         self._raw_shown_text = raw.text
-        last_row = raw.document.line_count - 1
-        row = min(location[0], last_row)
+        row = min(location[0], raw.document.line_count - 1)
         raw.move_cursor((row, min(location[1], len(raw.document.get_line(row)))))
 
     def _set_document(
@@ -156,8 +153,7 @@ class EditorForm(Screen[None]):
         lint_list.clear_options()
         if self.document is None:
             self.findings = []
-            error = self.syntax_error
-            if error is not None:
+            if (error := self.syntax_error) is not None:
                 label = f"✗ L{error.line}:{error.column} syntax: {error.reason}"
                 lint_list.add_option(Option(file_text(label), id="syntax"))
             self.query_one("#launch-text", Static).update("(the file does not parse)")
@@ -216,11 +212,9 @@ class EditorForm(Screen[None]):
         raw.focus()
 
     def _goto_syntax_error(self) -> None:
-        error = self.syntax_error
-        if error is None:
-            return
-        self._goto_line(error.line, error.column)
-        self.set_status(syntax_message(error), error=True)
+        if (error := self.syntax_error) is not None:
+            self._goto_line(error.line, error.column)
+            self.set_status(syntax_message(error), error=True)
 
     def action_show_tab(self, tab: str) -> None:
         tab_id = "raw-pane" if tab == "raw" else tab
@@ -278,11 +272,8 @@ class EditorForm(Screen[None]):
             if len(spec.path) > 1 and spec.path[:-1] != section:
                 section = spec.path[:-1]
                 widgets.append(Static(f"[{dotted(section)}]", classes="section", markup=False))
-            row = ConfigFieldRow(spec, self._value(spec.path))
-            rows[spec.path] = row
-            widgets.append(row)
-        unknown = unknown_keys(self.kind, self.document.data)
-        if unknown:
+            widgets.append(rows.setdefault(spec.path, ConfigFieldRow(spec, self._value(spec.path))))
+        if unknown := unknown_keys(self.kind, self.document.data):
             note = "unknown keys (kept as they are; edit them in the raw view)"
             widgets.append(Static(note, classes="section"))
             for path in unknown:

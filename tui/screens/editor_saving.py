@@ -23,6 +23,7 @@ from tui.configs.editing import (
 )
 from tui.configs.errors import ConfigError, ConfigSyntaxError
 from tui.configs.kinds import KIND_TITLES
+from tui.configs.schemas import validate_data
 from tui.paths import user_data_dir
 from tui.sanitize import safe_line, safe_text
 from tui.screens.editor_form import EditorForm, short_path
@@ -54,8 +55,6 @@ def write_recovery(path: Path, text: str) -> str:
 
 
 class EditorSaving(EditorForm):
-    """Opening and saving the file (the form and the views below)."""
-
     @work(exclusive=True, group="editor-load", exit_on_error=False)
     async def load_file(self) -> None:
         try:
@@ -89,12 +88,8 @@ class EditorSaving(EditorForm):
             self.action_show_tab("form")
         recovery = recovery_path(self.path)
         if await asyncio.to_thread(recovery.exists):
-            self.notify(
-                safe_line(f"unsaved edits from a failed session are in {recovery} (compare and delete it)"),
-                severity="warning",
-                timeout=15,
-                markup=False,
-            )
+            note = safe_line(f"unsaved edits from a failed session are in {recovery} (compare and delete it)")
+            self.notify(note, severity="warning", timeout=15, markup=False)
         self.loaded = True
 
     async def _save_now(self) -> bool:
@@ -126,18 +121,12 @@ class EditorSaving(EditorForm):
             return f"cannot save: {dotted(invalid_field)} holds an invalid value"
         try:
             saved = load_document(self.saved_text, self.document.kind, self.path)
-        except ConfigSyntaxError:
-            saved = None
-        if saved is not None:
             problems = new_issues(saved, self.document)
-        else:
-            from tui.configs.schemas import validate_data
-
+        except ConfigSyntaxError:
             problems = validate_data(self.document.kind, self.document.data)
         if problems:
             first = problems[0]
-            line = self.document.line_of(first.path)
-            if line:
+            if line := self.document.line_of(first.path):
                 self._goto_line(line)
             return f"cannot save: {dotted(first.path)}: {first.message}"
         return None
@@ -150,9 +139,9 @@ class EditorSaving(EditorForm):
         text = self.document.text
         if text != self.saved_text:
             errors = [finding for finding in self.findings if finding.severity == "error"]
-            summary = ""
-            if errors:
-                summary = f"{len(errors)} lint error(s): " + "; ".join(f.message for f in errors[:2])
+            summary = (
+                f"{len(errors)} lint error(s): " + "; ".join(f.message for f in errors[:2]) if errors else ""
+            )
             diff = unified_diff(self.saved_text, text, self.path.name)
             action = "save & restart" if restart and self.restart_command else "save"
             title = f"Save & restart: save {self.path}?" if action != "save" else f"Save {self.path}?"

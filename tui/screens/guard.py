@@ -61,11 +61,9 @@ class GuardDialog(DiffDialog):
         return cls(endpoint, f"{endpoint} · {fmt_clock(time)}", message, diff, offer=False)
 
     def keys(self) -> str:
-        return (
-            f"[y/enter] {self.action} (save, restart, /health)   [n/esc] decline"
-            if self.offer
-            else "[esc] close"
-        )
+        if not self.offer:
+            return "[esc] close"
+        return f"[y/enter] {self.action} (save, restart, /health)   [n/esc] decline"
 
     def action_decide(self, save: bool) -> None:
         self.dismiss(save and self.offer)

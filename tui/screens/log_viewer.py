@@ -56,9 +56,7 @@ _UNITS = {"ms", "s", "tokens/s", "tok/s", "tokens", "reqs", "GiB", "MiB", "GB", 
 class LogView(Widget, can_focus=True):
     """The visible part of the window's lines from `top`, wrapped or cut (`→` marks a line that goes on)."""
 
-    DEFAULT_CSS = """
-    LogView { height: 1fr; padding: 0 1; }
-    """
+    DEFAULT_CSS = "LogView { height: 1fr; padding: 0 1; }"
 
     def __init__(self, window: LogWindow, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -94,7 +92,6 @@ class LogView(Widget, can_focus=True):
         return self.window.lines[self._shown[position]]
 
     def bottom_top(self) -> int:
-        """The `top` that shows the last lines."""
         width, height = max(10, self.content_size.width), max(1, self.content_size.height)
         rows, position = 0, self.count
         while position > 0 and rows < height:
@@ -128,8 +125,7 @@ class LogView(Widget, can_focus=True):
         return Content(text, spans)
 
     def render(self) -> Content:
-        width = max(10, self.content_size.width)
-        height = max(1, self.content_size.height)
+        width, height = max(10, self.content_size.width), max(1, self.content_size.height)
         rows: list[Content] = []
         position = self.top
         while len(rows) < height and position < self.count:
@@ -157,9 +153,7 @@ class LogView(Widget, can_focus=True):
 
 
 class LogViewerScreen(Screen[None]):
-    DEFAULT_CSS = """
-    LogViewerScreen #log-status { height: 1; padding: 0 1; color: $text-muted; }
-    """
+    DEFAULT_CSS = "LogViewerScreen #log-status { height: 1; padding: 0 1; color: $text-muted; }"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", tooltip="back / close search"),
         Binding("slash", "search", "Search", key_display="/", tooltip="search the log"),
@@ -194,7 +188,7 @@ class LogViewerScreen(Screen[None]):
     async def on_mount(self) -> None:
         self.sub_title = safe_line(f"log {self.title_text}")
         await asyncio.to_thread(self.window.open)
-        view = self.query_one(LogView)
+        view = self.view
         view.reindex()
         self.call_after_refresh(self.action_end)  # the tail, once the view knows its size
         view.focus()
@@ -333,9 +327,7 @@ class LogViewerScreen(Screen[None]):
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow
-        if self.follow:
-            self.action_end()
-        self._status()
+        self._redraw()
 
     def action_toggle_wrap(self) -> None:
         self.view.wrap = not self.view.wrap
@@ -359,11 +351,11 @@ class LogViewerScreen(Screen[None]):
     @on(Input.Submitted, "#log-search")
     async def _search_submitted(self, event: Input.Submitted) -> None:
         self._close_search()
-        self.view.search = event.value.strip()
-        self.view.count_matches()
-        self.view.current = None
-        if self.view.search:
-            self.view.current = self.view.top + max(1, self.view.content_size.height)  # search upwards
+        view = self.view
+        view.search = event.value.strip()
+        view.count_matches()
+        view.current = view.top + max(1, view.content_size.height) if view.search else None  # search upwards
+        if view.search:
             await self.action_find(-1)
         self._status()
 
@@ -374,5 +366,5 @@ class LogViewerScreen(Screen[None]):
     def action_back(self) -> None:
         if self.query_one("#log-search", BottomInput).is_open:
             self._close_search()
-            return
-        self.app.pop_screen()
+        else:
+            self.app.pop_screen()

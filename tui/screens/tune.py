@@ -39,6 +39,7 @@ from tui.widgets.messages import HealthChecked, RestartStarted
 DEFAULT_LOADS = "1,8"
 DEFAULT_REQUESTS = 16
 SPARK_WIDTH = 12
+KEYS_HINT = "ctrl+r: run   c: calibrate   escape: cancel (restores) / close   a: apply best"
 
 
 # The sweep's errors name `spectop tune`'s flags; on this screen they name its own fields.
@@ -56,14 +57,12 @@ SCREEN_WORDS = (
 
 
 def screen_words(text: str) -> str:
-    """`text` with the CLI's flags named as this screen's fields."""
     for flag, field in SCREEN_WORDS:
         text = text.replace(flag, field)
     return text
 
 
 def tune_rows(result: TuneResult) -> tuple[list[str], list[list[str]]]:
-    """The tune table as text: a header and one row per value."""
     per_load = [(f"c={concurrency} tok/s", "×base", "95% CI") for concurrency in result.concurrencies]
     header = ["value", *(text for texts in per_load for text in texts), "accept"]
     rows = []
@@ -172,11 +171,7 @@ class TuneScreen(Screen[None]):
             yield FieldInput(DEFAULT_LOADS, id="loads")
             yield Label("n")
             yield FieldInput(str(DEFAULT_REQUESTS), id="requests")
-        yield Static(
-            "ctrl+r: run   c: calibrate   escape: cancel (restores) / close   a: apply best",
-            id="progress",
-            markup=False,
-        )
+        yield Static(KEYS_HINT, id="progress", markup=False)
         yield DataTable(id="tune-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="curves", markup=False)
         yield Static("", id="verdict", markup=False)

@@ -623,10 +623,9 @@ class SpectopApp(SpectopBase[int]):
             self.register_theme(theme)
         self.theme_names: list[str] = sorted(loaded.themes)
         wanted = remembered_theme() if self._remember_theme_choice else None
-        for choice in (wanted, DEFAULT_THEME):
-            if choice and choice in self.available_themes:
-                self.theme = choice
-                break
+        self.theme = next(
+            (c for c in (wanted, DEFAULT_THEME) if c and c in self.available_themes), self.theme
+        )
         self._saved_theme = wanted or self.theme
         return loaded.problems
 
@@ -650,8 +649,7 @@ class SpectopApp(SpectopBase[int]):
         parts = self.source.status()
         if self.source.paused:
             parts.append("PAUSED")
-        active = self.alerts.active_count()
-        if active:
+        if active := self.alerts.active_count():
             parts.append(f"{active} alert{'s' if active > 1 else ''} (a)")
         room = subtitle_room(self.size.width, self.title)
         shown = safe_line(" · ".join(fit_parts(parts, room)))  # it may quote a server's error

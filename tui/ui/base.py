@@ -20,11 +20,8 @@ _DEFAULT_CTRL_C_ACTIONS = frozenset({"screen.copy_text", "copy_text"})
 
 @runtime_checkable
 class AsksFirst(Protocol):
-    """A screen that may hold unsaved work."""
-
     def ask_before_quitting(self) -> bool:
         """True when the screen has taken over the quit (it asks, then exits the app itself)."""
-        ...
 
 
 def app_bindings(quit_tooltip: str, *own: BindingType) -> list[BindingType]:
@@ -41,8 +38,6 @@ def app_bindings(quit_tooltip: str, *own: BindingType) -> list[BindingType]:
 
 
 class SpectopBase(KeepsRecoveryNotes, ReportsWorkerFailures, GuardsDrawnText, App[ReturnType]):
-    """The base of SpectopApp and EditorApp (each binds `app_bindings(...)`)."""
-
     CSS = FOOTER_CSS
 
     def __init__(self) -> None:

@@ -64,7 +64,6 @@ _STATES: weakref.WeakKeyDictionary[App[Any], SignalState] = weakref.WeakKeyDicti
 
 
 def signal_state(app: App[Any]) -> SignalState:
-    """The signal guard's state of `app` (made on first use)."""
     return _STATES.setdefault(app, SignalState())
 
 
@@ -75,12 +74,11 @@ def _handler(app: App[Any]) -> Callable[[int, FrameType | None], None]:
             with contextlib.suppress(ValueError, OSError):
                 signal.signal(signal.SIGCONT, signal.SIG_DFL)
         state = signal_state(app)
-        loop = state.loop
-        if loop is None:
+        if state.loop is None:
             state.pending_signal = number
             return
         with contextlib.suppress(RuntimeError):  # the loop is closed: the app has ended already
-            loop.call_soon_threadsafe(_on_exit_signal, app, number)
+            state.loop.call_soon_threadsafe(_on_exit_signal, app, number)
 
     return handle
 
@@ -137,8 +135,7 @@ def _on_exit_signal(app: App[Any], number: int) -> None:
 
 def release_input_thread(app: App[Any]) -> None:
     """Stop Textual's input thread if `App.run` ended without stopping it (it keeps the process alive)."""
-    event = getattr(getattr(app, "_driver", None), "exit_event", None)
-    if event is not None:
+    if (event := getattr(getattr(app, "_driver", None), "exit_event", None)) is not None:
         event.set()
 
 

@@ -95,11 +95,8 @@ def load_themes(folders: list[Path] | None = None) -> LoadedThemes:
 
 
 def next_theme(current: str, names: list[str]) -> str:
-    """The theme after `current` in `names`, wrapping around."""
-    if not names:
-        return current
     if current not in names:
-        return names[0]
+        return names[0] if names else current
     return names[(names.index(current) + 1) % len(names)]
 
 

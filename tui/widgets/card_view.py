@@ -94,9 +94,7 @@ def reading_status(
     if reading is None:
         return "waiting"
     if not reading.up:
-        if reading.source_failed:
-            return "no data"
-        return "restarting" if restarting else "down"
+        return "no data" if reading.source_failed else "restarting" if restarting else "down"
     if now is not None and now - reading.time > stale_after_s:
         return "stale"
     return "up"
@@ -139,9 +137,7 @@ class CardData:
     @property
     def age(self) -> float | None:
         """Seconds since the newest scrape."""
-        if self.reading is None or self.now is None:
-            return None
-        return max(0.0, self.now - self.reading.time)
+        return None if self.reading is None or self.now is None else max(0.0, self.now - self.reading.time)
 
     @property
     def down_for(self) -> float | None:
@@ -195,14 +191,12 @@ class CardData:
         )
 
     def gpu_line(self, width: int) -> list[Content]:
-        """The card's GPU line (tui/widgets/gpu_panel.py), or none."""
         line = card_gpu_line(self.gpu, self.gpu_shared, self.gpu_views, width)
         return [] if line is None else [line]
 
     def title(self, width: int | None = None, peers: Sequence[str] | None = None) -> str:
         """ "name · backend · model", the model cut to `width` as `short_model` does."""
-        if peers is None:
-            peers = self.peer_models
+        peers = self.peer_models if peers is None else peers
         reading = self.reading
         backend = (reading.backend if reading is not None else None) or self.backend or "?"
         head = " · ".join((self.name, backend))
@@ -221,11 +215,13 @@ class CardData:
     def acceptance_style(self, rate: float | None) -> str:
         if rate is None:
             return "$text-muted"
-        if rate < self.critical:
-            return "$error bold"
-        if rate < self.threshold:
-            return "$warning bold"
-        return "$success"
+        return (
+            "$error bold"
+            if rate < self.critical
+            else "$warning bold"
+            if rate < self.threshold
+            else "$success"
+        )
 
     def text(self, key: str, positions: int = 8) -> str:
         """Figure `key` as the vocabulary writes it (quantiles as their bound when it says more)."""
@@ -255,13 +251,18 @@ def _label(text: str) -> tuple[str, str]:
     return (text, "$text-muted")
 
 
+def _labelled(data: CardData, *pairs: tuple[str, str]) -> list[tuple[str, str]]:
+    return [part for label, key in pairs for part in (_label(label), _value(data.text(key)))]
+
+
 def badge_line(data: CardData, width: int) -> Content:
     """Alert badges, then the scrape error, worst alert or caveat; badges that do not fit are counted
     ("+2"), the message gets what is left, in whole words."""
-    badges: list[tuple[str, str]] = []
-    for alert in sorted(data.alerts, key=lambda alert: alert.severity != "critical"):
-        label, style = SEVERITY_BADGE[alert.severity]
-        badges.append((f" {label} {ALERT_LABEL.get(alert.kind, alert.kind)} ", style))
+    badges = [
+        (f" {label} {ALERT_LABEL.get(alert.kind, alert.kind)} ", style)
+        for alert in sorted(data.alerts, key=lambda alert: alert.severity != "critical")
+        for label, style in [SEVERITY_BADGE[alert.severity]]
+    ]
     parts: list[str | tuple[str, str]] = []
     used = 0
     for index, badge in enumerate(badges):
@@ -279,7 +280,6 @@ def badge_line(data: CardData, width: int) -> Content:
 
 
 def _badge_message(data: CardData) -> tuple[str, str] | None:
-    """The badge line's message and its style."""
     reading = data.reading
     caveat = data.caveat()
     if reading is not None and reading.error:
@@ -319,16 +319,8 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         _figure_value(data, "generation_tokens_per_s", 6),
         " ",
         (spark(data.series("generation_tokens_per_s", columns), columns, TOKENS_PER_S_FLOOR)[0], "$primary"),
-        _label("  TTFT "),
-        _value(data.text("ttft_p50_s")),
-        _label("/"),
-        _value(data.text("ttft_p95_s")),
-        _label("  TPOT "),
-        _value(data.text("tpot_mean_s")),
-        _label("  run "),
-        _value(data.text("running")),
-        _label(" wait "),
-        _value(data.text("waiting")),
+        *_labelled(data, ("  TTFT ", "ttft_p50_s"), ("/", "ttft_p95_s"), ("  TPOT ", "tpot_mean_s")),
+        *_labelled(data, ("  run ", "running"), (" wait ", "waiting")),
     )
     if data.status in ("down", "restarting"):
         line1 = down_line(data, width)
@@ -337,11 +329,9 @@ def compact_lines(data: CardData, width: int) -> list[Content]:
         _figure_value(data, "acceptance_rate", 6),
         " ",
         (spark(data.series("acceptance_rate", columns), columns, low=0.0, high=1.0)[0], "$accent"),
-        _label("  len "),
-        _value(data.text("mean_acceptance_length")),
+        *_labelled(data, ("  len ", "mean_acceptance_length")),
         *_positions_or_steps(data),
-        _label("  KV "),
-        _value(data.text("kv_cache_usage")),
+        *_labelled(data, ("  KV ", "kv_cache_usage")),
     )
     return [line1.truncate(width), line2.truncate(width), *data.gpu_line(width), badge_line(data, width)]
 

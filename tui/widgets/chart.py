@@ -84,19 +84,16 @@ def sparkline(values: Sequence[float | None], width: int, low: float, high: floa
     """The last `width` values as block characters on `low`..`high`; unknown values are blanks."""
     if width <= 0:
         return ""
-    tail = list(values)[-width:]
     span = high - low
-    chars = []
-    for value in tail:
+
+    def char(value: float | None) -> str:
         if not known(value):
-            chars.append(" ")
-        elif span <= 0:
-            chars.append(SPARK_CHARS[len(SPARK_CHARS) // 2])
-        else:
-            level = (value - low) / span
-            index = round(min(1.0, max(0.0, level)) * (len(SPARK_CHARS) - 1))
-            chars.append(SPARK_CHARS[index])
-    return "".join(chars).rjust(width)
+            return " "
+        if span <= 0:
+            return SPARK_CHARS[len(SPARK_CHARS) // 2]
+        return SPARK_CHARS[round(min(1.0, max(0.0, (value - low) / span)) * (len(SPARK_CHARS) - 1))]
+
+    return "".join(char(value) for value in list(values)[-width:]).rjust(width)
 
 
 def _column(time: float, start: float, end: float, columns: int) -> int:
@@ -110,27 +107,19 @@ def bucketed(
     before repeated for one with no sample at all."""
     if columns <= 0 or end <= start:
         return []
-    sums = [0.0] * columns
-    counts = [0] * columns
-    sampled = [False] * columns
+    slices: list[list[float] | None] = [None] * columns  # the known values of each sampled slice
     for time, value in zip(times, values, strict=False):
-        if time < start or time > end:
-            continue
-        column = _column(time, start, end, columns)
-        sampled[column] = True
-        if known(value):
-            sums[column] += value
-            counts[column] += 1
+        if start <= time <= end:
+            column = _column(time, start, end, columns)
+            bucket = slices[column] = slices[column] or []
+            if known(value):
+                bucket.append(value)
     result: list[float | None] = []
     previous: float | None = None
-    started = False
-    for column in range(columns):
-        if sampled[column]:
-            started = True
-            previous = sums[column] / counts[column] if counts[column] else None
-            result.append(previous)
-        else:
-            result.append(previous if started else None)
+    for sampled in slices:
+        if sampled is not None:
+            previous = sum(sampled) / len(sampled) if sampled else None
+        result.append(previous)
     return result
 
 
@@ -320,9 +309,7 @@ def time_axis(start: float, end: float, width: int, markers: Sequence[Marker] = 
                 column = _column(end - ago, start, end, columns)
                 place(column if column + len(label) <= columns - 4 else column - len(label) + 1, label)
                 ago += step
-    parts = [(" " * GUTTER, "")]
-    for cell in cells:
-        parts.append(cell if cell is not None else (" ", ""))
+    parts = [(" " * GUTTER, ""), *(cell or (" ", "") for cell in cells)]
     return Content.assemble(*parts).truncate(width)
 
 
@@ -330,9 +317,7 @@ def time_axis(start: float, end: float, width: int, markers: Sequence[Marker] = 
 
 
 class Chart(Widget):
-    DEFAULT_CSS = """
-    Chart { height: 3; }
-    """
+    DEFAULT_CSS = "Chart { height: 3; }"
 
     def __init__(self, spec: ChartSpec, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -368,9 +353,7 @@ class Chart(Widget):
 class TimeAxis(Widget):
     """The time axis under the detail charts, with the restart / config-change markers' letters."""
 
-    DEFAULT_CSS = """
-    TimeAxis { height: 1; }
-    """
+    DEFAULT_CSS = "TimeAxis { height: 1; }"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -68,8 +68,7 @@ class ColumnChooser(ModalScreen[list[str] | None]):
         return self.query_one(OptionList).highlighted
 
     def action_flip(self) -> None:
-        index = self._current()
-        if index is None:
+        if (index := self._current()) is None:
             return
         key = self.order[index]
         if key != ALWAYS:

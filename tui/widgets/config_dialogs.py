@@ -182,9 +182,8 @@ class RestartDialog(ReportsWorkerFailures, ModalScreen[None]):
             self.post_message(HealthChecked(back, detail, elapsed))
 
         timeout_s = self.health_timeout_s
-        if not await wait_for_health(
-            self.client, self.health_url, polled, timeout_s=timeout_s, before=before
-        ):
+        back = await wait_for_health(self.client, self.health_url, polled, timeout_s=timeout_s, before=before)
+        if not back:
             await self._read_log_errors(log_start)
             self.post_message(
                 HealthChecked(False, f"no answer within {fmt_setting(timeout_s)} s ({last_detail})", -1.0)

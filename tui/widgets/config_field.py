@@ -22,12 +22,9 @@ FOCUS_MARK = "▶ "  # before the focused row's key: focus is seen without colou
 
 
 def value_text(value: Any) -> str:
-    """How a value is shown in (and typed into) an Input."""
     if value is MISSING or value is None:
         return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def switch_text(value: Any) -> str:
@@ -88,23 +85,20 @@ class ConfigFieldRow(Widget):
     @on(events.DescendantBlur)
     def _show_focus(self) -> None:
         # Focus and blur come from different widgets in no set order: the row asks where the focus is.
-        key = self.query_one_optional(".field-key", Label)
-        if key is not None:
+        if (key := self.query_one_optional(".field-key", Label)) is not None:
             key.update(self._key_text())
 
     def _help_text(self) -> str:
         if self._error:
             return f"✗ {self._error}"
-        limits = f"  {self.spec.range_text}" if self.spec.range_text else ""
-        return f"{self.spec.help}{limits}"
+        return f"{self.spec.help}  {self.spec.range_text}" if self.spec.range_text else self.spec.help
 
     # A row being removed or not yet composed has no children: only its state changes.
 
     def set_error(self, error: str | None) -> None:
         self._error = error
         self.set_class(error is not None, "-invalid")
-        help_line = self.query_one_optional(".field-help", Static)
-        if help_line is not None:
+        if (help_line := self.query_one_optional(".field-help", Static)) is not None:
             help_line.update(self._help_text())
 
     def applied(self, value: Any) -> None:
@@ -114,8 +108,7 @@ class ConfigFieldRow(Widget):
     def show(self, value: Any) -> None:
         """Show the document's value (after an undo or a raw edit) without posting an edit."""
         self._value = value
-        widget = self.query_one_optional("#value")
-        if widget is None:
+        if (widget := self.query_one_optional("#value")) is None:
             return
         if isinstance(widget, Switch):
             if widget.value != (value is True):
@@ -167,8 +160,7 @@ class ConfigFieldRow(Widget):
         self.post_message(ConfigFieldEdited(self.spec.path, event.value))
 
     def _say_unset(self, value: Any) -> None:
-        unset = self.query_one_optional("#unset", Label)
-        if unset is not None:
+        if (unset := self.query_one_optional("#unset", Label)) is not None:
             unset.update(switch_text(value))
 
     def on_select_changed(self, event: Select.Changed) -> None:

@@ -68,13 +68,8 @@ class EndpointCard(Widget, can_focus=True):
     """A focusable card; what it draws depends on its size alone (`card_lines`)."""
 
     DEFAULT_CSS = """
-    EndpointCard {
-        height: 5;
-        border: round $panel-lighten-2;
-        border-title-color: $foreground;
-        border-title-style: bold;
-        padding: 0 1;
-    }
+    EndpointCard { height: 5; border: round $panel-lighten-2; padding: 0 1; }
+    EndpointCard { border-title-color: $foreground; border-title-style: bold; }
     EndpointCard.roomy { height: 9; }
     EndpointCard.gpu { height: 6; }
     EndpointCard.roomy.gpu { height: 10; }
@@ -97,8 +92,7 @@ class EndpointCard(Widget, can_focus=True):
         return self.data.name
 
     def update_data(self, data: CardData) -> None:
-        key = data.render_key()
-        if key == self._render_key:
+        if (key := data.render_key()) == self._render_key:
             return  # nothing on the card would change: skip the redraw
         self._render_key = key
         self.data = data

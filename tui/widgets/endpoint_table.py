@@ -71,7 +71,6 @@ FITTED: tuple[SortColumn, ...] = ("name", "status", "model")
 
 
 def figure_columns(*widths: int) -> tuple[Column, ...]:
-    """The figure columns (tok/s … KV) in these widths."""
     return tuple(
         Column(sort, header, width, figure)
         for (sort, header, figure), width in zip(FIGURES, widths, strict=True)
@@ -131,16 +130,10 @@ def single_line_cell(
         return None
     # Text.__rich_console__ joins its lines with "\n": the text's own style becomes a span of the line.
     content = list(_NEWLINE.join([text]).render(console, end=""))
-    fill = inner - cell_len(plain)
-    segments = [Segment(" " * padding)] if padding else []
-    segments += content
-    if fill:
-        segments.append(Segment(" " * fill))
-    if padding:
-        segments.append(Segment(" " * padding))
+    fill, pad = Segment(" " * (inner - cell_len(plain))), Segment(" " * padding)
     line = [
         Segment(segment.text, (pre_style + segment.style if segment.style else pre_style) + post_style)
-        for segment in segments
+        for segment in (pad, *content, fill, pad)
         if segment.text
     ]
     return [line]
@@ -193,7 +186,6 @@ class EndpointTable(DataTable[Text]):
 
     @property
     def available_columns(self) -> tuple[Column, ...]:
-        """The columns this width can show, in their default order."""
         return self.wide_columns if self.wide else self.narrow_columns
 
     @property
@@ -264,7 +256,6 @@ class EndpointTable(DataTable[Text]):
             self.select(selected)
 
     def _add_columns(self) -> None:
-        """The layout's columns in their widths now, without rows."""
         self.clear(columns=True)
         self._cells, self._order, self._latest, self._stale = {}, [], {}, set()
         for column in self.layout_columns:
@@ -296,8 +287,7 @@ class EndpointTable(DataTable[Text]):
         texts = self.text_widths(rows) if rows else {}
         widths = {}
         for sort in FITTED:
-            column = next((column for column in layout if column.sort == sort), None)
-            if column is None:
+            if (column := next((column for column in layout if column.sort == sort), None)) is None:
                 continue
             gap = gaps[column.key]
             grow = max(0, min(texts.get(sort, 0) + gap - column.width, spare))
@@ -372,16 +362,10 @@ class EndpointTable(DataTable[Text]):
         hover: bool,
     ) -> SegmentLines | None:
         """A one-line cell's segments made directly (`single_line_cell`); None: DataTable renders it."""
+        fixed = row_index < self.fixed_rows or column_index < self.fixed_columns
+        css = (self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
         component_style, post_style = self._get_styles_to_render_cell(
-            False,
-            False,
-            row_index < self.fixed_rows or column_index < self.fixed_columns,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
+            False, False, fixed, hover, cursor, self.show_cursor, self._show_hover_cursor, *css
         )
         pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
         return single_line_cell(self.app.console, value, width, self.cell_padding, pre_style, post_style)
@@ -419,11 +403,9 @@ class EndpointTable(DataTable[Text]):
 
     @property
     def endpoints(self) -> list[str]:
-        """The endpoints shown, top to bottom."""
         return list(self._order)
 
     def set_rows(self, entries: Sequence[tuple[EndpointRow, Sequence[float | None]]]) -> None:
-        """New data for some or all endpoints; only changed cells are redrawn."""
         for row, trend in entries:
             self._rows[row.name] = row
             self._trends[row.name] = list(trend)
@@ -434,7 +416,6 @@ class EndpointTable(DataTable[Text]):
         self.refresh_rows()
 
     def refresh_rows(self) -> None:
-        """Show the rows the filter lets through, sorted."""
         shown = [row for name, row in self._rows.items() if self.filter_text in name.lower()]
         self.show_rows(sorted_rows(shown, self.sort_column, reverse=self.sort_reverse), self._trends)
 
@@ -571,10 +552,10 @@ class EndpointTable(DataTable[Text]):
                 continue
             sorted_by = column.sort == self.sort_column
             arrow = ("▼" if self.sort_reverse else "▲") if sorted_by else ""
-            if column.figure is not None:
-                label = (arrow + column.header).rjust(column.width)
-            else:
-                label = f"{column.header} {arrow}".rstrip()
+            figure = column.figure is not None
+            label = (
+                (arrow + column.header).rjust(column.width) if figure else f"{column.header} {arrow}".rstrip()
+            )
             style = "bold reverse" if sorted_by else "bold"
             self.columns[column.key].label = Text(label, style=style)  # type: ignore[index]
         self._require_update_dimensions = True

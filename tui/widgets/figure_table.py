@@ -49,8 +49,7 @@ def figure_rows(data: CardData) -> list[tuple[str, str]]:
     rows += [
         (word.label, data.text(key)) for key, word in FIGURES.items() if key != "per_position_acceptance"
     ]
-    k_row = k_in_effect_row(data.figures, data.adaptive_steps)  # where the server's figures or config tell
-    if k_row is not None:
+    if (k_row := k_in_effect_row(data.figures, data.adaptive_steps)) is not None:  # from figures or config
         rows.append(k_row[:2])
     rows.append((FIGURES["per_position_acceptance"].label, data.text("per_position_acceptance")))
     source = f" ({data.threshold_source})" if data.threshold_source else ""
@@ -59,9 +58,7 @@ def figure_rows(data: CardData) -> list[tuple[str, str]]:
 
 
 class FigureTable(Widget):
-    DEFAULT_CSS = """
-    FigureTable { width: 46; height: 100%; padding: 0 1; }
-    """
+    DEFAULT_CSS = "FigureTable { width: 46; height: 100%; padding: 0 1; }"
 
     def __init__(self, data: CardData, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -62,8 +62,6 @@ def figure_cell(column: Column, row: EndpointRow) -> str:
 
 @dataclass(frozen=True)
 class FleetView:
-    """What the fleet table draws, asked at each refresh."""
-
     instances: Callable[[], list[Instance]]
     trend: Callable[[str, int], Sequence[float | None]]
 
@@ -138,10 +136,8 @@ class FleetTable(EndpointTable):
             reverse=self.sort_reverse,
             filter_text=self.filter_text,
         )
-        trends = (
-            {row.key: self.view.trend(row.key, TREND_COLUMNS) for row in rows if not row.summary}
-            if TREND in self.layout_columns  # the narrow layout has no trend column
-            else {}
-        )
+        trends = {}
+        if TREND in self.layout_columns:  # the narrow layout has no trend column
+            trends = {row.key: self.view.trend(row.key, TREND_COLUMNS) for row in rows if not row.summary}
         self.show_rows(rows, trends)
         self.rows_shown = rows

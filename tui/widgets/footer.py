@@ -42,7 +42,6 @@ class Footer(TextualFooter):
     _shown: tuple[object, ...] | None = None  # what the last compose showed
 
     def _shows(self) -> tuple[object, ...]:
-        """Everything the footer's compose reads."""
         if not self._bindings_ready:
             return ()
         try:
@@ -54,10 +53,7 @@ class Footer(TextualFooter):
         return (self.compact, self.show_command_palette, self.combine_groups, bindings)
 
     async def recompose(self) -> None:
-        if not self.is_attached:
-            return
-        shows = self._shows()
-        if shows == self._shown:
+        if not self.is_attached or (shows := self._shows()) == self._shown:
             return
         self._shown = shows
         await super().recompose()
@@ -79,6 +75,5 @@ class Footer(TextualFooter):
             key.display = used - key.styles.margin.right <= room  # the last key's margin may be cut
 
     def _width(self, key: FooterKey) -> int:
-        """The columns `key` takes in the footer, its margins included."""
         content = key.get_content_width(self.size, self.app.size)
         return content + key.styles.gutter.width + key.styles.margin.width

@@ -64,7 +64,6 @@ DROP_ORDER = ("bar", "temp", "memory", "util", "clk", "power")
 
 
 def gpu_groups(gpus: Sequence[GpuSample]) -> list[tuple[str, Segments]]:
-    """The parts of a GPU line, named, in their order on the line."""
     used = _sum([gpu.memory_used_bytes for gpu in gpus])
     total = _sum([gpu.memory_total_bytes for gpu in gpus])
     fraction = used / total if used is not None and total else None
@@ -107,12 +106,9 @@ def _dropped(
 
 
 def shared_gpus(views: Mapping[str, EndpointGpus], shared: frozenset[str]) -> list[GpuSample]:
-    """The GPUs in `shared`, once each, by index."""
     gpus: dict[str, GpuSample] = {}
-    for view in views.values():
-        for gpu in view.gpus:
-            if gpu.key in shared:
-                gpus.setdefault(gpu.key, gpu)
+    for gpu in (gpu for view in views.values() for gpu in view.gpus if gpu.key in shared):
+        gpus.setdefault(gpu.key, gpu)
     return sorted(gpus.values(), key=lambda gpu: (gpu.index is None, gpu.index or 0, gpu.key))
 
 
@@ -167,8 +163,7 @@ def strip_lines(views: Mapping[str, EndpointGpus], shared: frozenset[str], width
     reason = all_same_reason(views)
     if reason is not None:
         return [reason_line(reason).truncate(width, ellipsis=True)]
-    ordered = shared_gpus(views, shared)
-    if not ordered:
+    if not (ordered := shared_gpus(views, shared)):
         return []
     groups = [[gpu] for gpu in ordered] if len(ordered) <= MAX_STRIP_LINES else [ordered]
     users = ", ".join(safe_line(name) for name, view in views.items() if set(view.keys) & shared)
@@ -183,9 +178,7 @@ def render_key(
     view: EndpointGpus | None, shared: frozenset[str], views: Mapping[str, EndpointGpus]
 ) -> object:
     """What the card's GPU line depends on (equal keys: the same line)."""
-    if view is None:
-        return None
-    return (view.reason, view.gpus, shared, all_same_reason(views) is None)
+    return None if view is None else (view.reason, view.gpus, shared, all_same_reason(views) is None)
 
 
 class GpuStrip(Static):
@@ -197,7 +190,6 @@ class GpuStrip(Static):
     """
 
     def show(self, views: Mapping[str, EndpointGpus], shared: frozenset[str]) -> int:
-        """Redraw; returns the rows it takes (0 when hidden)."""
         lines = strip_lines(views, shared, max(20, self.app.size.width - 2))
         self.set_class(bool(lines), "visible")
         if lines:
@@ -332,20 +324,15 @@ def process_lines(gpu: GpuSample, width: int) -> list[Content]:
     for process in ordered[:MAX_PROCESS_ROWS]:
         used = _figure(process.used_memory_bytes, "G", fmt_gib_number)
         head = f"    pid {process.pid:<8} {used:>7}  "
-        name = safe_line(process.name or UNKNOWN)
-        room = max(0, width - len(head))
-        lines.append(
-            Content.assemble(
-                _label(head), (name if len(name) <= room else name[: max(0, room - 1)] + "…", "")
-            )
-        )
+        name, room = safe_line(process.name or UNKNOWN), max(0, width - len(head))
+        name = name if len(name) <= room else name[: max(0, room - 1)] + "…"
+        lines.append(Content.assemble(_label(head), (name, "")))
     if len(ordered) > MAX_PROCESS_ROWS:
         lines.append(Content.styled(f"    + {len(ordered) - MAX_PROCESS_ROWS} more processes", "$text-muted"))
     return lines
 
 
 def gpu_rows(gpus: Sequence[GpuSample], width: int) -> list[Content]:
-    """One row per GPU, its processes under it."""
     lines: list[Content] = []
     for gpu in gpus:
         lines += fit_row(row_groups(gpu), width)

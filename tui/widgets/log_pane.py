@@ -59,8 +59,7 @@ class LogPane(RichLog):
 
     def styled(self, entry: LogEntry, shown: DisplayLine, styles: dict[str, str]) -> Text:
         """One entry as styled text: dim time/level, the message in its kind's style, figures bold."""
-        head = safe_line(shown.head)
-        message = safe_line(shown.message)
+        head, message = safe_line(shown.head), safe_line(shown.message)
         if shown.access:
             return Text(head + message, style=styles["access"])
         text = Text(head, style=styles["head"])
@@ -101,9 +100,7 @@ class LogPane(RichLog):
 
     def _wrap_width(self) -> int | None:
         """The pane's own width (the console's may be another), once it is known."""
-        if not self._size_known:
-            return None
-        return max(MIN_WRAP_WIDTH, self.scrollable_content_region.width)
+        return max(MIN_WRAP_WIDTH, self.scrollable_content_region.width) if self._size_known else None
 
     def _update_title(self) -> None:
         text = "following" if self.follow else "paused (f to follow)"

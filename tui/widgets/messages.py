@@ -22,8 +22,6 @@ log = logging.getLogger(__name__)
 
 
 class HasApp(Protocol):
-    """A Textual App, Screen or Widget: each knows its app."""
-
     @property
     def app(self) -> App[Any]: ...
 
